@@ -124,7 +124,12 @@ export function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.Proce
   }
   if (env.DATABASE_URL && !('storage' in raw) && /^postgres(ql)?:\/\//.test(env.DATABASE_URL)) {
     raw.storage = { driver: 'postgres', url: env.DATABASE_URL };
-  } else if (env.DATABASE_URL && isRecord(raw.storage) && raw.storage.driver === 'postgres' && raw.storage.url == null) {
+  } else if (
+    env.DATABASE_URL &&
+    isRecord(raw.storage) &&
+    raw.storage.driver === 'postgres' &&
+    raw.storage.url == null
+  ) {
     raw.storage.url = env.DATABASE_URL;
   }
   if (env.REDIS_URL && !('bus' in raw)) raw.bus = { driver: 'redis', url: env.REDIS_URL };

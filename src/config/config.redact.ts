@@ -24,8 +24,7 @@ function collectSecretPaths(schema: z.ZodType, prefix: string[], out: string[][]
     out.push(prefix);
     return;
   }
-  const def = (inner as unknown as { _zod: { def: { type: string; shape?: Record<string, z.ZodType> } } })._zod
-    .def;
+  const def = (inner as unknown as { _zod: { def: { type: string; shape?: Record<string, z.ZodType> } } })._zod.def;
   if (def.type === 'object' && def.shape) {
     for (const [key, child] of Object.entries(def.shape)) collectSecretPaths(child, [...prefix, key], out);
   }
@@ -67,7 +66,8 @@ export function secretValues(config: unknown): string[] {
   const values: string[] = [];
   for (const path of secretPathList) {
     let node: unknown = config;
-    for (const key of path) node = node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
+    for (const key of path)
+      node = node && typeof node === 'object' ? (node as Record<string, unknown>)[key] : undefined;
     if (typeof node === 'string' && node) values.push(node);
     if (Array.isArray(node)) for (const v of node) if (typeof v === 'string' && v) values.push(v);
   }

@@ -130,7 +130,10 @@ const webhookSchema = z
     enabled: z.boolean().default(false),
     host: z.string().default('0.0.0.0'),
     port: port.default(8080),
-    path: z.string().regex(/^\/\S*$/, 'must start with /').default('/webhook'),
+    path: z
+      .string()
+      .regex(/^\/\S*$/, 'must start with /')
+      .default('/webhook'),
     secret: secret(z.string().nullable().default(null)),
     max_pending: positiveInt.default(1000),
     wait_timeout_seconds: positiveInt.default(120),
@@ -180,9 +183,7 @@ export interface ConfigIssue {
  * Validates a raw (already merged) configuration object. Returns the
  * defaulted config, or every problem found — never only the first.
  */
-export function validateConfig(
-  raw: unknown,
-): { ok: true; config: Config } | { ok: false; errors: ConfigIssue[] } {
+export function validateConfig(raw: unknown): { ok: true; config: Config } | { ok: false; errors: ConfigIssue[] } {
   const result = configSchema.safeParse(raw ?? {});
   if (result.success) return { ok: true, config: result.data };
   return { ok: false, errors: zodIssuesToConfigIssues(result.error.issues) };

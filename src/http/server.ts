@@ -1,0 +1,223 @@
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import type { Config } from '../config/config.schema.js';
+import type { Logger } from '../logs/logger.js';
+import { ApiError, errorEnvelope, errors, IdempotencyConflictError } from './errors.js';
+import { corsAllowHeaders, type Guard, type GuardRequest } from './guard.js';
+import { requestIdFor } from './request-id.js';
+import { HANDLED, HttpResult, rateGroupOf, type RequestContext, type RouteDef } from './route.js';
+import { validatePart } from './validation.js';
+
+/** The alias every prefixed route is also served under (DECISIONS §2). */
+export const API_ALIAS_PREFIX = '/api';
+
+export interface HttpServerOptions {
+  config: Config;
+  routes: RouteDef[];
+  guard: Guard;
+  logger: Logger;
+  /** True once shutdown began: every request is answered 503 (DECISIONS §12). */
+  isDraining: () => boolean;
+}
+
+/** One concrete registration: method + full URL of a route definition. */
+export interface RegisteredRoute {
+  method: RouteDef['method'];
+  url: string;
+  route: RouteDef;
+}
+
+/** Every concrete URL a set of route definitions is served at: prefix and alias. */
+export function concreteRoutes(routes: RouteDef[], apiPrefix: string): RegisteredRoute[] {
+  const out: RegisteredRoute[] = [];
+  for (const route of routes) {
+    const urls = route.absolutePaths ?? [...new Set([apiPrefix + route.path, API_ALIAS_PREFIX + route.path])];
+    for (const url of urls) out.push({ method: route.method, url, route });
+  }
+  return out;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    gatehouse: RequestContext | null;
+  }
+}
+
+function guardRequest(request: FastifyRequest): GuardRequest {
+  const url = request.url;
+  const q = url.indexOf('?');
+  return {
+    method: request.method,
+    path: q === -1 ? url : url.slice(0, q),
+    headers: request.headers,
+    remoteAddress: request.socket.remoteAddress,
+  };
+}
+
+/** Maps any thrown value to the status and body the client sees. */
+function toResponse(
+  error: unknown,
+  requestId: string,
+  logger: Logger,
+): { status: number; body: unknown; headers: Record<string, string> } {
+  if (error instanceof ApiError) {
+    return { status: error.status, body: errorEnvelope(error, requestId), headers: error.headers };
+  }
+  if (error instanceof IdempotencyConflictError) {
+    // spec: idempotent retries, rule 4 — the one body outside the envelope.
+    return { status: 409, body: { error: error.message }, headers: {} };
+  }
+  const fastifyError = error as Partial<FastifyError>;
+  const status = typeof fastifyError.statusCode === 'number' ? fastifyError.statusCode : 500;
+  if (status === 413) {
+    return {
+      status,
+      body: errorEnvelope(new ApiError('PAYLOAD_TOO_LARGE', 'request body too large'), requestId),
+      headers: {},
+    };
+  }
+  if (status >= 400 && status < 500) {
+    const message =
+      fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json' : 'bad request';
+    return { status: 400, body: errorEnvelope(errors.badRequest(message), requestId), headers: {} };
+  }
+  logger.error({ err: error, request_id: requestId }, 'unhandled error');
+  return { status: 500, body: errorEnvelope(errors.internal(), requestId), headers: {} };
+}
+
+/**
+ * Builds the Fastify app (not listening). Every route passes one pipeline:
+ * request id → draining gate → Origin/Host → token → rate group →
+ * permission → schema validation → handler → one error handler.
+ */
+export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
+  const { config, guard, logger, isDraining } = options;
+  const httpLogger = logger.child({ source: 'http' });
+  const app = Fastify({
+    loggerInstance: httpLogger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.gateway.max_body_bytes,
+    genReqId: (req) => requestIdFor(req.headers['x-request-id']),
+    trustProxy: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+  });
+  app.decorateRequest('gatehouse', null);
+
+  // Strict JSON: an empty body is "no body"; anything unparsable is 400.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
+    const body = text as string;
+    if (body.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(body));
+    } catch {
+      done(errors.badRequest('invalid JSON body'), undefined);
+    }
+  });
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    const cors = guard.corsHeaders(guardRequest(request));
+    if (cors) reply.headers(cors);
+    const drainExempt = (request.routeOptions.config as { drainExempt?: boolean } | undefined)?.drainExempt;
+    if (isDraining() && !drainExempt) throw errors.unavailable('gateway is shutting down');
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const response = toResponse(error, request.id, httpLogger);
+    void reply.code(response.status).headers(response.headers).send(response.body);
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    void reply.code(404).send(errorEnvelope(new ApiError('NOT_FOUND', 'route not found'), request.id));
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    const status = reply.statusCode;
+    const line = {
+      request_id: request.id,
+      method: request.method,
+      route: request.routeOptions.url,
+      status,
+      ms: Math.round(reply.elapsedTime),
+    };
+    if (status >= 500) httpLogger.error(line, 'request failed');
+    else httpLogger.debug(line, 'request');
+  });
+
+  // CORS preflight: allowed origins get the answer, others the cross-site 403.
+  app.options('/*', async (request, reply) => {
+    const cors = guard.corsHeaders(guardRequest(request));
+    if (!cors) throw errors.crossSite();
+    return reply
+      .code(204)
+      .headers({
+        'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
+        'access-control-allow-headers': corsAllowHeaders(config.gateway.auth.token_header),
+        'access-control-max-age': '600',
+      })
+      .send();
+  });
+
+  for (const { method, url, route } of concreteRoutes(options.routes, config.gateway.api_prefix)) {
+    const rateGroup = config.security.profile === 'minimal' ? null : rateGroupOf(route);
+    app.route({
+      method,
+      url,
+      config: { drainExempt: route.drainExempt ?? false },
+      ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
+      onRequest: async (request, reply) => {
+        const result = guard.check(guardRequest(request), { permission: route.permission, rateGroup });
+        reply.headers(result.rateHeaders);
+        request.gatehouse = makeContext(request, reply, result.principal, result.loopbackTrusted);
+      },
+      handler: async (request, reply) => {
+        const ctx = request.gatehouse!;
+        const input = {
+          params: route.params ? validatePart(route.params, request.params, 'params') : request.params,
+          query: route.query ? validatePart(route.query, request.query, 'query') : request.query,
+          body: route.body ? validatePart(route.body, request.body, 'body') : request.body,
+        };
+        const result = await route.handler(ctx, input as never);
+        if (result === HANDLED) return reply;
+        if (result instanceof HttpResult) return reply.code(result.status).headers(result.headers).send(result.body);
+        return reply.send(result);
+      },
+    });
+  }
+  return app;
+}
+
+function makeContext(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  principal: RequestContext['principal'],
+  loopbackTrusted: boolean,
+): RequestContext {
+  let controller: AbortController | undefined;
+  return {
+    requestId: request.id,
+    principal,
+    ip: request.socket.remoteAddress ?? '',
+    loopbackTrusted,
+    request,
+    reply,
+    get signal(): AbortSignal {
+      if (!controller) {
+        const c = new AbortController();
+        controller = c;
+        reply.raw.once('close', () => {
+          if (!reply.raw.writableFinished) c.abort();
+        });
+      }
+      return controller.signal;
+    },
+  };
+}

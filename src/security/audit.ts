@@ -1,0 +1,326 @@
+import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isoTime, type Clock } from '../lib/clock.js';
+import { createWindowCounter } from './rate-limit.js';
+
+/**
+ * The audit log (spec "Authentication" → "Audit log"; DECISIONS §4):
+ * `data_dir/gateway_auth/audit.jsonl`, one JSON object a line, appended and
+ * fsync'd. Fields `ts` (ISO), `event`, `ip`, `user`, `mode`, optional
+ * `reason`, `attempts`, `lockout_seconds`, `path`. Tokens appear only as
+ * fingerprints (`tok_…`), never in clear.
+ */
+
+/** Every audit event kind (DECISIONS §4). */
+export const AUDIT_EVENTS = [
+  'auth_success',
+  'auth_failure',
+  'lockout_triggered',
+  'token_used',
+  'paired',
+  'pair_code_issued',
+] as const;
+
+/** An audit event kind. */
+export type AuditEvent = (typeof AUDIT_EVENTS)[number];
+
+/** One audit record as the caller gives it; `ts` is added from the clock. */
+export interface AuditEntry {
+  event: AuditEvent;
+  /** Source IP (socket peer). */
+  ip: string;
+  /** Who: a `platform:user_id` identity or a token fingerprint (`tok_…`); never a raw token. */
+  user: string;
+  /** The auth mode in force (`open`, `allowlist`, `pairing`). */
+  mode: string;
+  reason?: string;
+  attempts?: number;
+  lockout_seconds?: number;
+  path?: string;
+}
+
+/** Counters of an audit log, for health reports and tests. */
+export interface AuditStats {
+  /** Lines written to the file. */
+  written: number;
+  /** Records dropped because the queue was full, a write failed, or a line could not be made safe. */
+  dropped: number;
+  /** `datasync` calls made; many records share one. */
+  syncs: number;
+}
+
+/** The append-only audit log. */
+export interface AuditLog {
+  /** Queues one record; never blocks, never throws. A no-op after `close()`. */
+  record(entry: AuditEntry): void;
+  /** Resolves once every record queued so far is written and synced (or reported as failed). */
+  flush(): Promise<void>;
+  /** Flushes everything, then closes the file. Idempotent. */
+  close(): Promise<void>;
+  /** Counters so far. */
+  stats(): AuditStats;
+}
+
+/** Options of `createAuditLog`. */
+export interface AuditLogOptions {
+  /** `data_dir`; the log lives in `<dataDir>/gateway_auth/audit.jsonl`. */
+  dataDir: string;
+  clock: Clock;
+  /** Told about write failures and queue overflow (once per episode). */
+  onError?: (err: Error) => void;
+  /** Queue bound in lines; default 10 000. Records beyond it are dropped and counted. */
+  maxQueue?: number;
+  /** Applied to every string value and to every serialized line, e.g. `createTokenScrubber(tokens)`. */
+  scrub?: (text: string) => string;
+}
+
+/** Default bound of the write queue, in lines. */
+export const DEFAULT_AUDIT_MAX_QUEUE = 10_000;
+
+/** `<dataDir>/gateway_auth`, the directory of the audit log and the admin token (mode 0700). */
+export function gatewayAuthDir(dataDir: string): string {
+  return join(dataDir, 'gateway_auth');
+}
+
+/** `<dataDir>/gateway_auth/audit.jsonl`. */
+export function auditLogPath(dataDir: string): string {
+  return join(gatewayAuthDir(dataDir), 'audit.jsonl');
+}
+
+/**
+ * Returns a function that replaces every occurrence of any configured secret
+ * (also in its JSON-escaped spelling) with `***`. Longer secrets are replaced
+ * first so a secret that contains another is removed whole. Empty secrets are ignored.
+ */
+export function createTokenScrubber(secrets: readonly string[]): (text: string) => string {
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    if (secret === '') continue;
+    forms.add(secret);
+    forms.add(JSON.stringify(secret).slice(1, -1));
+  }
+  const ordered = [...forms].sort((a, b) => b.length - a.length);
+  if (ordered.length === 0) return (text) => text;
+  return (text: string): string => {
+    let out = text;
+    for (const form of ordered) if (out.includes(form)) out = out.split(form).join('***');
+    return out;
+  };
+}
+
+/** Best-effort fsync of a directory, so a newly created entry survives a crash. */
+async function syncDir(dir: string): Promise<void> {
+  try {
+    const fh = await open(dir, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    // not supported everywhere (e.g. Windows); the file's own datasync still runs
+  }
+}
+
+/**
+ * Opens the audit log. Lines are appended to a file created with mode 0600 in
+ * a directory created with mode 0700. Writes are batched: `record` only
+ * queues, and one async loop writes everything queued, then calls `datasync`
+ * once, so a burst of records costs one fsync. A write failure drops that
+ * batch, reports through `onError`, and the next batch reopens the file.
+ */
+export function createAuditLog(options: AuditLogOptions): AuditLog {
+  const maxQueue = options.maxQueue ?? DEFAULT_AUDIT_MAX_QUEUE;
+  const dir = gatewayAuthDir(options.dataDir);
+  const file = auditLogPath(options.dataDir);
+  const scrub = options.scrub;
+
+  let queue: string[] = [];
+  let inFlight = 0; // lines taken by the loop but not yet written; counted against maxQueue
+  let loop: Promise<void> | null = null;
+  let handle: FileHandle | null = null;
+  let closed = false;
+  let closing: Promise<void> | null = null;
+  let overflowReported = false;
+  let failureReported = false;
+  const stats: AuditStats = { written: 0, dropped: 0, syncs: 0 };
+
+  function report(err: Error): void {
+    try {
+      options.onError?.(err);
+    } catch {
+      // an error reporter must not break the audit loop
+    }
+  }
+
+  function serialize(entry: AuditEntry): string | null {
+    const clean = (value: string): string => (scrub ? scrub(value) : value);
+    const line: Record<string, string | number> = {
+      ts: isoTime(options.clock.now()),
+      event: entry.event,
+      ip: clean(entry.ip),
+      user: clean(entry.user),
+      mode: clean(entry.mode),
+    };
+    if (entry.reason !== undefined) line.reason = clean(entry.reason);
+    if (entry.attempts !== undefined) line.attempts = entry.attempts;
+    if (entry.lockout_seconds !== undefined) line.lockout_seconds = entry.lockout_seconds;
+    if (entry.path !== undefined) line.path = clean(entry.path);
+    const text = JSON.stringify(line);
+    if (!scrub) return text;
+    const scrubbed = scrub(text);
+    if (scrubbed === text) return text;
+    // A secret matched the line's structure; write it only if it is still one JSON object.
+    try {
+      JSON.parse(scrubbed);
+      return scrubbed;
+    } catch {
+      return null;
+    }
+  }
+
+  async function ensureOpen(): Promise<FileHandle> {
+    if (handle) return handle;
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await chmod(dir, 0o700).catch(() => undefined);
+    const opened = await open(file, 'a', 0o600);
+    try {
+      await opened.chmod(0o600); // also tightens a pre-existing file
+    } catch {
+      // best effort: some filesystems do not support modes
+    }
+    await syncDir(dir);
+    handle = opened;
+    return opened;
+  }
+
+  async function drain(): Promise<void> {
+    while (queue.length > 0) {
+      const batch = queue;
+      queue = [];
+      inFlight = batch.length;
+      try {
+        const fh = await ensureOpen();
+        await fh.write(batch.join('\n') + '\n');
+        await fh.datasync();
+        stats.syncs += 1;
+        stats.written += batch.length;
+        failureReported = false;
+        inFlight = 0;
+        if (queue.length < maxQueue) overflowReported = false;
+      } catch (err) {
+        inFlight = 0;
+        stats.dropped += batch.length;
+        const old = handle;
+        handle = null;
+        await old?.close().catch(() => undefined);
+        if (!failureReported) {
+          failureReported = true;
+          const cause = err instanceof Error ? err : new Error(String(err));
+          report(new Error(`audit log write failed (${batch.length} records lost): ${cause.message}`, { cause }));
+        }
+      }
+    }
+  }
+
+  function schedule(): void {
+    if (loop !== null) return;
+    // Start on a later microtask so a synchronous burst of records lands in one batch.
+    loop = Promise.resolve()
+      .then(drain)
+      .finally(() => {
+        loop = null;
+        if (queue.length > 0) schedule();
+      });
+  }
+
+  async function flush(): Promise<void> {
+    while (loop !== null) await loop;
+  }
+
+  return {
+    record(entry: AuditEntry): void {
+      if (closed) return;
+      if (queue.length + inFlight >= maxQueue) {
+        stats.dropped += 1;
+        if (!overflowReported) {
+          overflowReported = true;
+          report(new Error(`audit queue full (${maxQueue} lines); dropping records`));
+        }
+        return;
+      }
+      let line: string | null;
+      try {
+        line = serialize(entry);
+      } catch (err) {
+        line = null;
+        report(err instanceof Error ? err : new Error(String(err)));
+      }
+      if (line === null) {
+        stats.dropped += 1;
+        report(new Error('audit record withheld: it could not be written without a secret'));
+        return;
+      }
+      queue.push(line);
+      schedule();
+    },
+    flush,
+    close(): Promise<void> {
+      if (closing) return closing;
+      closed = true;
+      closing = (async () => {
+        await flush();
+        const fh = handle;
+        handle = null;
+        await fh?.close();
+      })();
+      return closing;
+    },
+    stats(): AuditStats {
+      return { ...stats };
+    },
+  };
+}
+
+/** Decides whether an `auth_failure` from a source may be written now. */
+export interface FailureThrottle {
+  /** True if a failure record for `ip` may be written; counts it. */
+  allow(ip: string): boolean;
+  /** How many failures were refused so far (the caller may log a summary). */
+  suppressed(): number;
+}
+
+/** Options of `createFailureThrottle`. */
+export interface FailureThrottleOptions {
+  clock: Clock;
+  /** Failure records per source per minute; default 20. */
+  perMinute?: number;
+  /** Failure records per minute from all sources together; default 600. */
+  globalPerMinute?: number;
+  /** Hard cap on tracked sources; default 10 000. */
+  maxKeys?: number;
+}
+
+/**
+ * Bounds how fast `auth_failure` records can grow the audit file: at most
+ * `perMinute` per source IP and `globalPerMinute` overall, in fixed one-minute
+ * windows, with a cap on tracked sources — so an attacker cannot fill the disk
+ * at request speed, even from many addresses.
+ */
+export function createFailureThrottle(options: FailureThrottleOptions): FailureThrottle {
+  const perMinute = options.perMinute ?? 20;
+  const globalPerMinute = options.globalPerMinute ?? 600;
+  const perSource = createWindowCounter({ clock: options.clock, maxKeys: options.maxKeys ?? 10_000 });
+  const overall = createWindowCounter({ clock: options.clock, maxKeys: 1 });
+  let suppressed = 0;
+  return {
+    allow(ip: string): boolean {
+      const ok = perSource.hit(ip, perMinute).allowed && overall.hit('*', globalPerMinute).allowed;
+      if (!ok) suppressed += 1;
+      return ok;
+    },
+    suppressed(): number {
+      return suppressed;
+    },
+  };
+}

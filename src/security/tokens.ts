@@ -1,0 +1,140 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+
+/**
+ * API and admin tokens (spec "Authentication" → "Tokens"; DECISIONS §4).
+ * A raw token is only ever held in memory for comparison: logs and the audit
+ * log see its fingerprint, idempotency scopes see its full hash.
+ */
+
+/** The rights a token grants. `admin` includes every `api` right. */
+export type TokenRole = 'admin' | 'api';
+
+function sha256(text: string): Buffer {
+  return createHash('sha256').update(text, 'utf8').digest();
+}
+
+/**
+ * The only form a token may take in logs and the audit log: `tok_` + the first
+ * 8 hex digits of its SHA-256 (DECISIONS §4, Audit).
+ */
+export function fingerprintToken(token: string): string {
+  return `tok_${sha256(token).toString('hex').slice(0, 8)}`;
+}
+
+/**
+ * The token principal of an idempotency scope (DECISIONS §6): `anonymous`
+ * without a token (null or empty), else the full SHA-256 hex of the token.
+ */
+export function principalScope(token: string | null): string {
+  if (token === null || token === '') return 'anonymous';
+  return sha256(token).toString('hex');
+}
+
+/** Resolves presented tokens to their rights. */
+export interface TokenBook {
+  /** The role of a presented token, or null when it matches no configured token. Constant-time. */
+  resolve(token: string): TokenRole | null;
+  /** True when at least one token (api, admin or extra admin) is configured. */
+  hasAnyToken(): boolean;
+}
+
+/** Options of `createTokenBook`: the configured lists and any generated admin token. */
+export interface TokenBookOptions {
+  apiTokens: readonly string[];
+  adminTokens: readonly string[];
+  /** Always admin, e.g. the first-start token from `data_dir/gateway_auth/admin_token`. */
+  extraAdminTokens?: readonly string[];
+}
+
+interface BookEntry {
+  digest: Buffer;
+  admin: boolean;
+  api: boolean;
+}
+
+/**
+ * Builds the token book. Spec: "When admin_tokens is not configured, it falls
+ * back to api_tokens" — so with `adminTokens` empty every api token is admin.
+ * `extraAdminTokens` are always admin.
+ *
+ * Comparison is constant-time (DECISIONS §4): the presented token and every
+ * configured token are hashed with SHA-256 and the digests compared with
+ * `timingSafeEqual`, visiting every entry without an early exit, so neither
+ * the length nor the position of a match leaks through timing.
+ */
+export function createTokenBook(options: TokenBookOptions): TokenBook {
+  const apiTokens = options.apiTokens.filter((t) => t !== '');
+  const adminTokens = options.adminTokens.filter((t) => t !== '');
+  const extra = (options.extraAdminTokens ?? []).filter((t) => t !== '');
+  const adminSource = adminTokens.length > 0 ? adminTokens : apiTokens;
+
+  const entries: BookEntry[] = [];
+  for (const token of apiTokens) entries.push({ digest: sha256(token), admin: false, api: true });
+  for (const token of adminSource) entries.push({ digest: sha256(token), admin: true, api: true });
+  for (const token of extra) entries.push({ digest: sha256(token), admin: true, api: true });
+
+  return {
+    resolve(token: string): TokenRole | null {
+      if (token === '') return null;
+      const presented = sha256(token);
+      let admin = 0;
+      let api = 0;
+      for (const entry of entries) {
+        // Every entry is compared; bitwise accumulation keeps each iteration the same shape.
+        const match = Number(timingSafeEqual(presented, entry.digest));
+        admin |= match & Number(entry.admin);
+        api |= match & Number(entry.api);
+      }
+      if (admin === 1) return 'admin';
+      return api === 1 ? 'api' : null;
+    },
+    hasAnyToken(): boolean {
+      return entries.length > 0;
+    },
+  };
+}
+
+/** A token found in request headers, and where it was found. */
+export interface ExtractedToken {
+  token: string;
+  via: 'header' | 'bearer';
+}
+
+type HeaderBag = Record<string, string | string[] | undefined>;
+
+/** The single value of a header (case-insensitive name); null when absent, empty or ambiguous. */
+function headerValue(headers: HeaderBag, name: string): string | null {
+  const wanted = name.toLowerCase();
+  let found: string | null = null;
+  for (const [key, raw] of Object.entries(headers)) {
+    if (key.toLowerCase() !== wanted || raw === undefined) continue;
+    const values = (Array.isArray(raw) ? raw : [raw]).map((v) => v.trim()).filter((v) => v !== '');
+    for (const value of values) {
+      if (found !== null && found !== value) return null; // two different values: refuse to guess
+      found = value;
+    }
+  }
+  return found;
+}
+
+const BEARER = /^bearer[ \t]+(\S+)$/i;
+
+/**
+ * Finds the presented token (DECISIONS §4: both are always accepted): the
+ * configured header (`token_header`, default `X-API-Token`, matched
+ * case-insensitively) carrying the raw token, else `Authorization: Bearer
+ * <token>` (scheme case-insensitive). Empty values are no token. A query string
+ * is never read here (spec: admin endpoints take the token only from a header).
+ */
+export function extractToken(headers: HeaderBag, tokenHeader: string): ExtractedToken | null {
+  if (tokenHeader.toLowerCase() !== 'authorization') {
+    const raw = headerValue(headers, tokenHeader);
+    if (raw !== null) return { token: raw, via: 'header' };
+  }
+  const authorization = headerValue(headers, 'authorization');
+  if (authorization !== null) {
+    const match = BEARER.exec(authorization);
+    if (match?.[1] !== undefined) return { token: match[1], via: 'bearer' };
+  }
+  return null;
+}

@@ -1,0 +1,140 @@
+import type {
+  CompiledQuery,
+  DatabaseConnection,
+  Dialect,
+  Driver,
+  QueryCompiler,
+  QueryResult,
+  TransactionSettings,
+} from 'kysely';
+import { StoreUnavailableError, errorMessage } from './errors.js';
+
+/** True when a driver error means the database cannot be reached or cannot write, not that the statement was wrong. */
+export type UnavailableTest = (error: unknown) => boolean;
+
+/**
+ * Wraps a Kysely dialect so that every error meaning "the database is not
+ * there" surfaces as StoreUnavailableError, whichever way the query was sent
+ * (`db`, a transaction, the group-commit writer). Failing to obtain a
+ * connection always counts; query errors count when `isUnavailable` says so.
+ * Everything else passes through untouched.
+ */
+export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): Dialect {
+  return {
+    createDriver: () => new GuardedDriver(dialect.createDriver(), isUnavailable),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createAdapter: () => dialect.createAdapter(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+  };
+}
+
+function toUnavailable(error: unknown): StoreUnavailableError {
+  if (error instanceof StoreUnavailableError) return error;
+  return new StoreUnavailableError(`database unavailable: ${errorMessage(error)}`, { cause: error });
+}
+
+class GuardedConnection implements DatabaseConnection {
+  constructor(
+    readonly inner: DatabaseConnection,
+    private readonly map: (error: unknown) => unknown,
+  ) {}
+
+  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    try {
+      return await this.inner.executeQuery<R>(query);
+    } catch (error) {
+      throw this.map(error);
+    }
+  }
+
+  async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    try {
+      yield* this.inner.streamQuery<R>(query, chunkSize);
+    } catch (error) {
+      throw this.map(error);
+    }
+  }
+}
+
+function unwrap(connection: DatabaseConnection): DatabaseConnection {
+  return connection instanceof GuardedConnection ? connection.inner : connection;
+}
+
+class GuardedDriver implements Driver {
+  private readonly map: (error: unknown) => unknown;
+
+  constructor(
+    private readonly inner: Driver,
+    isUnavailable: UnavailableTest,
+  ) {
+    this.map = (error) => (isUnavailable(error) ? toUnavailable(error) : error);
+  }
+
+  private async guard<T>(action: () => Promise<T>): Promise<T> {
+    try {
+      return await action();
+    } catch (error) {
+      throw this.map(error);
+    }
+  }
+
+  init(): Promise<void> {
+    return this.guard(() => this.inner.init());
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    try {
+      return new GuardedConnection(await this.inner.acquireConnection(), this.map);
+    } catch (error) {
+      throw toUnavailable(error);
+    }
+  }
+
+  beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    return this.guard(() => this.inner.beginTransaction(unwrap(connection), settings));
+  }
+
+  commitTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.guard(() => this.inner.commitTransaction(unwrap(connection)));
+  }
+
+  rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    return this.guard(() => this.inner.rollbackTransaction(unwrap(connection)));
+  }
+
+  savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
+    return this.guard(() => this.savepointMethod('savepoint')(unwrap(connection), name, compile));
+  }
+
+  rollbackToSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    return this.guard(() => this.savepointMethod('rollbackToSavepoint')(unwrap(connection), name, compile));
+  }
+
+  releaseSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ): Promise<void> {
+    return this.guard(() => this.savepointMethod('releaseSavepoint')(unwrap(connection), name, compile));
+  }
+
+  private savepointMethod<K extends 'savepoint' | 'rollbackToSavepoint' | 'releaseSavepoint'>(
+    name: K,
+  ): NonNullable<Driver[K]> {
+    const method = this.inner[name];
+    if (!method) throw new Error('this database driver does not support savepoints');
+    return method.bind(this.inner);
+  }
+
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return this.inner.releaseConnection(unwrap(connection));
+  }
+
+  destroy(): Promise<void> {
+    return this.inner.destroy();
+  }
+}

@@ -1,0 +1,111 @@
+import { type Dialect, type Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { errorMessage } from '../errors.js';
+import { guardDialect } from '../guarded-dialect.js';
+
+/** How to reach PostgreSQL. */
+export interface PostgresDialectOptions {
+  /** `postgres://` or `postgresql://` URL (config `storage.url`). */
+  url: string | null | undefined;
+  /** Schema to live in (search_path of every pooled connection); default: the server's default (public). */
+  schema?: string | undefined;
+  /** Pool size; default 10. */
+  poolSize?: number | undefined;
+  /** How long to wait for a connection before failing with StoreUnavailableError; default 2000 ms. */
+  connectTimeoutMs?: number | undefined;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/**
+ * A Kysely dialect over a `pg.Pool`. Connects lazily: no I/O happens here.
+ * Throws a plain Error (naming `storage.url`, never echoing it: it may hold a
+ * password) when the URL is missing or not a postgres URL, and when `schema`
+ * is not a lower-case SQL identifier.
+ *
+ * int8 values (count(*), bigint columns) are parsed to JS numbers so
+ * repositories see the same types as on SQLite.
+ */
+export function createPostgresDialect(options: PostgresDialectOptions): Dialect {
+  const url = parsePostgresUrl(options.url);
+  if (options.schema !== undefined) {
+    if (!SCHEMA_NAME.test(options.schema)) {
+      throw new Error(`postgres schema ${JSON.stringify(options.schema)} must match ${SCHEMA_NAME.source}`);
+    }
+    // Appended to any `options` the URL already carries, since pg lets the URL's win.
+    const existing = url.searchParams.get('options');
+    const searchPath = `-c search_path=${options.schema}`;
+    url.searchParams.set('options', existing ? `${existing} ${searchPath}` : searchPath);
+  }
+  const pool = new pg.Pool({
+    connectionString: url.toString(),
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+    keepAlive: true,
+    application_name: 'gatehouse',
+    types: { getTypeParser: parserFor },
+  });
+  // An idle client dropped by the server is discarded by the pool; without a
+  // listener the 'error' event would crash the process. The next query reports.
+  pool.on('error', () => {});
+  return guardDialect(new PostgresDialect({ pool }), isPostgresUnavailable);
+}
+
+const parserFor: typeof pg.types.getTypeParser = (oid, format) => {
+  if (oid === pg.types.builtins.INT8 && format !== 'binary') return (value: string) => Number(value);
+  const parser: unknown = pg.types.getTypeParser(oid, format);
+  return parser;
+};
+
+function parsePostgresUrl(raw: string | null | undefined): URL {
+  if (raw === null || raw === undefined || raw.trim() === '') {
+    throw new Error(
+      'storage.url is required when storage.driver is "postgres" (postgres://user:password@host:port/database)',
+    );
+  }
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error('storage.url is not a valid URL (expected postgres://user:password@host:port/database)');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new Error(`storage.url must use postgres:// or postgresql://, not ${url.protocol}//`);
+  }
+  return url;
+}
+
+/** Creates the schema when missing; tolerates another process creating it at the same moment. */
+export async function ensurePostgresSchema<DB>(db: Kysely<DB>, schema: string): Promise<void> {
+  try {
+    await sql`create schema if not exists ${sql.id(schema)}`.execute(db);
+  } catch (error) {
+    // IF NOT EXISTS still races on the catalog's unique index.
+    const code = (error as { code?: unknown }).code;
+    if (code !== '23505' && code !== '42P06') throw error;
+  }
+}
+
+const NODE_NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
+// 08: connection exception; 53: insufficient resources; 57P01-03: shutting down / starting up.
+const PG_UNAVAILABLE = /^(08|53|57P0[123])/;
+const PG_CLIENT_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Cannot use a pool after calling end|not queryable/i;
+
+/** Network errors, server shutdown and resource exhaustion, and use of an ended pool; not statement errors. */
+export function isPostgresUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && (NODE_NETWORK_CODES.has(code) || PG_UNAVAILABLE.test(code))) return true;
+  return PG_CLIENT_MESSAGES.test(errorMessage(error));
+}

@@ -1,0 +1,75 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { CompiledQuery, type DatabaseConnection, type Dialect, SqliteDialect, SqliteDriver } from 'kysely';
+import { StoreUnavailableError, errorMessage } from '../errors.js';
+import { guardDialect } from '../guarded-dialect.js';
+
+/** File name of the database inside the data directory. */
+export const SQLITE_FILE = 'gatehouse.db';
+
+/**
+ * Opens (creating when missing) `<dataDir>/gatehouse.db` with the durability
+ * pragmas: WAL, synchronous=FULL (every commit is fsynced, which is what group
+ * commit amortises), busy_timeout=5000, foreign_keys=ON.
+ *
+ * Transactions start with BEGIN IMMEDIATE so a second process waits for the
+ * write lock (busy_timeout) instead of failing mid-transaction on a lock
+ * upgrade. Throws StoreUnavailableError when the directory or file cannot be
+ * created or opened.
+ */
+export function createSqliteDialect(dataDir: string): Dialect {
+  const path = join(dataDir, SQLITE_FILE);
+  let database: BetterSqlite3.Database | undefined;
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    database = new BetterSqlite3(path);
+    database.pragma('busy_timeout = 5000');
+    const mode = database.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, WAL unsupported here`);
+    database.pragma('synchronous = FULL');
+    database.pragma('foreign_keys = ON');
+  } catch (error) {
+    database?.close();
+    throw new StoreUnavailableError(`cannot open SQLite database at ${path}: ${errorMessage(error)}`, {
+      cause: error,
+    });
+  }
+  return guardDialect(new StoreSqliteDialect(database), isSqliteUnavailable);
+}
+
+const UNAVAILABLE_CODES = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|CANTOPEN|READONLY|CORRUPT|NOTADB|PROTOCOL|NOMEM)/;
+
+/** Lock timeouts, I/O and disk-full errors, and use after close; not constraint or syntax errors. */
+export function isSqliteUnavailable(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && UNAVAILABLE_CODES.test(code)) return true;
+  return error.message === 'The database connection is not open';
+}
+
+class StoreSqliteDriver extends SqliteDriver {
+  constructor(private readonly database: BetterSqlite3.Database) {
+    super({ database });
+  }
+
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+
+  // SQLite rolls back on its own after some errors (SQLITE_FULL, IOERR, BUSY
+  // on commit); a second ROLLBACK would then fail and hide the real error.
+  override async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    if (this.database.inTransaction) await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+}
+
+class StoreSqliteDialect extends SqliteDialect {
+  constructor(private readonly database: BetterSqlite3.Database) {
+    super({ database });
+  }
+
+  override createDriver(): StoreSqliteDriver {
+    return new StoreSqliteDriver(this.database);
+  }
+}

@@ -1,0 +1,82 @@
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { spawnGateway } from '../helpers/process.js';
+
+const tempDir = () => mkdtempSync(join(tmpdir(), 'gatehouse-e2e-'));
+
+describe('the built server over a real socket', () => {
+  it('starts, answers, refuses without a token, drains on SIGTERM and exits 0', async () => {
+    const dir = tempDir();
+    const configFile = join(dir, 'gatehouse.yaml');
+    writeFileSync(
+      configFile,
+      `data_dir: ${join(dir, 'data')}\ngateway:\n  port: 0\n  auth:\n    api_tokens: [e2e-api-token]\n`,
+    );
+    const gw = spawnGateway(['--config', configFile]);
+    const url = await gw.ready;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+
+    const health = await fetch(`${url}/api/v1/health`);
+    expect(health.status).toBe(200);
+    expect(((await health.json()) as { status: string }).status).toBe('degraded');
+    const unknown = await fetch(`${url}/api/v1/sessions-nope`, { headers: { 'x-api-token': 'e2e-api-token' } });
+    expect(unknown.status).toBe(404);
+
+    gw.child.kill('SIGTERM');
+    expect(await gw.exited).toBe(0);
+    const lines = gw.stdout.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.some((l) => l.message === 'draining')).toBe(true);
+    expect(lines.every((l) => typeof l.timestamp === 'string' && typeof l.level === 'string')).toBe(true);
+    // The configured token never reaches a log line.
+    expect(gw.stdout.join('\n')).not.toContain('e2e-api-token');
+  });
+
+  it('generates an admin token on first start, prints it once and keeps it 0600', async () => {
+    const dir = tempDir();
+    const dataDir = join(dir, 'data');
+    const first = spawnGateway(['--port', '0', '--data-dir', dataDir]);
+    const url = await first.ready;
+    const tokenFile = join(dataDir, 'gateway_auth', 'admin_token');
+    const token = readFileSync(tokenFile, 'utf8').trim();
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
+    expect(await first.stderrLine(/Admin token:/)).toContain(token);
+    expect(first.stdout.join('\n')).not.toContain(token);
+    const res = await fetch(`${url}/api/v1/health`);
+    expect(res.status).toBe(200);
+    first.child.kill('SIGINT');
+    expect(await first.exited).toBe(0);
+
+    const second = spawnGateway(['--port', '0', '--data-dir', dataDir]);
+    await second.ready;
+    expect(second.stderr.join('\n')).not.toContain(token);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+    expect(second.stdout.join('\n')).not.toContain(token);
+  });
+
+  it('refuses to start with every configuration error listed', async () => {
+    const dir = tempDir();
+    const configFile = join(dir, 'gatehouse.yaml');
+    writeFileSync(configFile, 'gateway:\n  bogus_key: 1\n  port: "x"\nsecurity:\n  profile: lax\n');
+    const gw = spawnGateway(['--config', configFile]);
+    expect(await gw.exited).toBe(2);
+    const text = gw.stderr.join('\n');
+    for (const path of ['gateway.bogus_key', 'gateway.port', 'security.profile']) expect(text).toContain(path);
+  });
+
+  it('refuses a non-loopback bind without tokens, and minimal on a non-loopback bind', async () => {
+    const noTokens = spawnGateway(['--host', '0.0.0.0', '--port', '0', '--data-dir', join(tempDir(), 'data')]);
+    expect(await noTokens.exited).toBe(2);
+    expect(noTokens.stderr.join('\n')).toMatch(/token/i);
+
+    const dir = tempDir();
+    const configFile = join(dir, 'gatehouse.yaml');
+    writeFileSync(configFile, `data_dir: ${join(dir, 'data')}\nsecurity:\n  profile: minimal\n`);
+    const minimal = spawnGateway(['--config', configFile, '--host', '0.0.0.0', '--port', '0']);
+    expect(await minimal.exited).toBe(2);
+    expect(minimal.stderr.join('\n')).toMatch(/minimal/);
+  });
+});
