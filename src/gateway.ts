@@ -1,10 +1,9 @@
-import type { FastifyInstance } from 'fastify';
 import type { Config } from './config/config.schema.js';
 import { secretValues } from './config/config.redact.js';
 import { healthRoutes } from './health/index.js';
 import { createGuard, type Guard } from './http/guard.js';
 import type { RouteDef } from './http/route.js';
-import { buildHttpServer } from './http/server.js';
+import { buildHttpServer, type HttpApp } from './http/server.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createIdGenerator, type IdGenerator } from './lib/ids.js';
 import { createLogger, type Logger } from './logs/logger.js';
@@ -17,7 +16,7 @@ import { openStore, type Store } from './store/index.js';
 /** Everything the process entry (and tests) need from a built gateway. */
 export interface Gateway {
   readonly config: Config;
-  readonly app: FastifyInstance;
+  readonly app: HttpApp;
   readonly store: Store;
   readonly guard: Guard;
   readonly audit: AuditLog;

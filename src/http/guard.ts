@@ -13,7 +13,8 @@ import {
 import type { RateGroup, RateLimiter } from '../security/rate-limit.js';
 import { extractToken, fingerprintToken, principalScope, type TokenBook } from '../security/tokens.js';
 import type { Clock } from '../lib/clock.js';
-import { ApiError, errors } from './errors.js';
+import type { ApiError } from './errors.js';
+import { errors } from './errors.js';
 import type { Permission, Principal } from './route.js';
 
 /** The parts of a request the security pipeline reads. Framework-free. */

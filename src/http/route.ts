@@ -81,10 +81,7 @@ export interface RouteDef<
   params?: P;
   /** Body size cap in bytes for this route; default `gateway.max_body_bytes`. */
   bodyLimit?: number;
-  handler: (
-    ctx: RequestContext,
-    input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>,
-  ) => Promise<unknown> | unknown;
+  handler: (ctx: RequestContext, input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>) => unknown;
 }
 
 /** Defines a route with its schemas' types flowing into the handler. */
@@ -93,7 +90,7 @@ export function defineRoute<
   Q extends z.ZodType = z.ZodUnknown,
   P extends z.ZodType = z.ZodUnknown,
 >(route: RouteDef<B, Q, P>): RouteDef {
-  return route as unknown as RouteDef;
+  return route;
 }
 
 /** The rate group a route is counted in. */

@@ -1,11 +1,4 @@
-import Fastify, {
-  LogController,
-  type FastifyBaseLogger,
-  type FastifyError,
-  type FastifyInstance,
-  type FastifyReply,
-  type FastifyRequest,
-} from 'fastify';
+import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.schema.js';
 import type { Logger } from '../logs/logger.js';
 import { ApiError, errorEnvelope, errors, IdempotencyConflictError } from './errors.js';
@@ -96,11 +89,11 @@ function toResponse(
  * request id → draining gate → Origin/Host → token → rate group →
  * permission → schema validation → handler → one error handler.
  */
-export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
+export function buildHttpServer(options: HttpServerOptions) {
   const { config, guard, logger, isDraining } = options;
   const httpLogger = logger.child({ source: 'http' });
   const app = Fastify({
-    loggerInstance: httpLogger as FastifyBaseLogger,
+    loggerInstance: httpLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.gateway.max_body_bytes,
     genReqId: (req) => requestIdFor(req.headers['x-request-id']),
@@ -185,7 +178,7 @@ export function buildHttpServer(options: HttpServerOptions): FastifyInstance {
           query: route.query ? validatePart(route.query, request.query, 'query') : request.query,
           body: route.body ? validatePart(route.body, request.body, 'body') : request.body,
         };
-        const result = await route.handler(ctx, input as never);
+        const result = await route.handler(ctx, input);
         if (result === HANDLED) return reply;
         if (result instanceof HttpResult) return reply.code(result.status).headers(result.headers).send(result.body);
         return reply.send(result);
@@ -221,3 +214,6 @@ function makeContext(
     },
   };
 }
+
+/** The Fastify app type with our logger. */
+export type HttpApp = ReturnType<typeof buildHttpServer>;

@@ -44,7 +44,12 @@ export function createLogger(options: {
   return pino(
     {
       level: PINO_LEVEL[options.level],
-      base: { source: 'gateway' },
+      // `source` comes from child bindings (`logger.child({ source })`); lines
+      // logged on the root get `gateway`. Never bind `source` twice: JSON
+      // lines would carry the key twice.
+      base: undefined,
+      mixin: (_object, _level, logger) =>
+        'source' in (logger as unknown as { bindings(): Record<string, unknown> }).bindings() ? {} : { source: 'gateway' },
       messageKey: 'message',
       timestamp: () => `,"timestamp":"${new Date().toISOString()}"`,
       formatters: { level: (label) => ({ level: LABEL[label] ?? label }) },

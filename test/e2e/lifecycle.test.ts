@@ -1,12 +1,14 @@
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
-import { spawnGateway } from '../helpers/process.js';
+import { afterEach, describe, expect, it } from 'vitest';
+import { killAllGateways, spawnGateway } from '../helpers/process.js';
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'gatehouse-e2e-'));
 
 describe('the built server over a real socket', () => {
+  afterEach(killAllGateways);
+
   it('starts, answers, refuses without a token, drains on SIGTERM and exits 0', async () => {
     const dir = tempDir();
     const configFile = join(dir, 'gatehouse.yaml');

@@ -16,6 +16,14 @@ export interface Spawned {
   stderrLine(pattern: RegExp): Promise<string>;
 }
 
+const live = new Set<ChildProcess>();
+
+/** Kills every gateway a test spawned and did not stop (call from afterEach). */
+export function killAllGateways(): void {
+  for (const child of live) child.kill('SIGKILL');
+  live.clear();
+}
+
 /** Spawns the built gateway with arguments; collects its output line by line. */
 export function spawnGateway(args: string[], env: NodeJS.ProcessEnv = {}): Spawned {
   const child = spawn(process.execPath, [MAIN, ...args], {
@@ -23,6 +31,8 @@ export function spawnGateway(args: string[], env: NodeJS.ProcessEnv = {}): Spawn
     env: { PATH: process.env.PATH, TZ: 'UTC', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   const stdout: string[] = [];
   const stderr: string[] = [];
   const stderrWaiters: Array<{ pattern: RegExp; resolve: (line: string) => void }> = [];
@@ -53,7 +63,7 @@ export function spawnGateway(args: string[], env: NodeJS.ProcessEnv = {}): Spawn
       }
     };
   };
-  child.stdout!.on(
+  child.stdout.on(
     'data',
     split(stdout, (line) => {
       try {
@@ -64,7 +74,7 @@ export function spawnGateway(args: string[], env: NodeJS.ProcessEnv = {}): Spawn
       }
     }),
   );
-  child.stderr!.on(
+  child.stderr.on(
     'data',
     split(stderr, (line) => {
       for (const waiter of [...stderrWaiters]) {
