@@ -1,6 +1,7 @@
 import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.schema.js';
 import type { Logger } from '../logs/logger.js';
+import { StoreUnavailableError } from '../store/errors.js';
 import { ApiError, errorEnvelope, errors, IdempotencyConflictError } from './errors.js';
 import { corsAllowHeaders, type Guard, type GuardRequest } from './guard.js';
 import { requestIdFor } from './request-id.js';
@@ -61,6 +62,11 @@ function toResponse(
 ): { status: number; body: unknown; headers: Record<string, string> } {
   if (error instanceof ApiError) {
     return { status: error.status, body: errorEnvelope(error, requestId), headers: error.headers };
+  }
+  if (error instanceof StoreUnavailableError) {
+    // spec: 503 when the ledger, durable storage or idempotency storage is unavailable.
+    logger.warn({ err: error.message, request_id: requestId }, 'store unavailable');
+    return { status: 503, body: errorEnvelope(errors.unavailable('storage unavailable'), requestId), headers: {} };
   }
   if (error instanceof IdempotencyConflictError) {
     // spec: idempotent retries, rule 4 — the one body outside the envelope.

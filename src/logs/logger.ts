@@ -49,7 +49,9 @@ export function createLogger(options: {
       // lines would carry the key twice.
       base: undefined,
       mixin: (_object, _level, logger) =>
-        'source' in (logger as unknown as { bindings(): Record<string, unknown> }).bindings() ? {} : { source: 'gateway' },
+        'source' in (logger as unknown as { bindings(): Record<string, unknown> }).bindings()
+          ? {}
+          : { source: 'gateway' },
       messageKey: 'message',
       timestamp: () => `,"timestamp":"${new Date().toISOString()}"`,
       formatters: { level: (label) => ({ level: LABEL[label] ?? label }) },

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Table types for Kysely, one interface per table, keyed by table name in
  * `Database`. A migration that adds a table adds its interface here.
@@ -28,4 +30,121 @@ export interface GatewayMetaTable {
 export interface Database {
   schema_migrations: SchemaMigrationsTable;
   gateway_meta: GatewayMetaTable;
+}
+
+/*
+ * Migration 002_message_path: sessions, messages, the turn ledger and its
+ * events, idempotency records, usage and live gateway instances. The
+ * interfaces below are appended rather than merged into `Database` above so
+ * each migration's tables stay together; `Database` is their union.
+ */
+
+/** `sessions`: one row per session key; a deleted session keeps its row (`deleted_at` set) so the key's context epoch survives. */
+export interface SessionsTable {
+  key: string;
+  channel: string;
+  /** `active` | `archived`. */
+  status: string;
+  created_at: string;
+  last_active: string;
+  message_count: number;
+  /** Incremented by `/new`, deletion and revival; messages of older epochs leave the model's context. */
+  context_epoch: number;
+  /** JSON object as text. */
+  metadata: string;
+  deleted_at: string | null;
+}
+
+/** `messages`: the conversation, per session and context epoch; `id` is time-sortable, so `order by id` is chronological. */
+export interface MessagesTable {
+  id: string;
+  session_key: string;
+  context_epoch: number;
+  role: string;
+  content: string | null;
+  /** JSON array as text. */
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+  event_id: string | null;
+  created_at: string;
+}
+
+/** `turns`: the durable turn ledger, one row per inbound event; `seq` gives arrival order across processes. */
+export interface TurnsTable {
+  seq: Generated<number>;
+  event_id: string;
+  session_key: string;
+  status: string;
+  current_tool: string | null;
+  response: string | null;
+  termination_reason: string | null;
+  context_epoch: number;
+  accepted_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  updated_at: string;
+  /** JSON: what the turn needs to run (the inbound event). */
+  payload: string;
+  /** JSON: the final result delivered to waiters; null until finished. */
+  result: string | null;
+  /** JSON: what a waiting turn waits for (approval request, question); null otherwise. */
+  pending: string | null;
+  /** Id of the gateway instance running (or last running) the turn. */
+  owner: string | null;
+}
+
+/** `turn_events`: the replayable event stream of each turn, numbered 1, 2, … per turn. */
+export interface TurnEventsTable {
+  event_id: string;
+  seq: number;
+  type: string;
+  /** JSON as text. */
+  data: string;
+  created_at: string;
+}
+
+/** `idempotency_records`: one per (scope, key); `expires_at` is null until the turn completes. */
+export interface IdempotencyRecordsTable {
+  scope: string;
+  key: string;
+  fingerprint: string;
+  event_id: string;
+  session_key: string;
+  /** 0/1: whether the original request waited for the final result. */
+  wait: number;
+  created_at: string;
+  expires_at: string | null;
+}
+
+/** `usage_records`: one per model call, for cost accounting and budgets. */
+export interface UsageRecordsTable {
+  id: string;
+  event_id: string;
+  session_key: string;
+  channel: string;
+  model: string;
+  input_tokens: number;
+  output_tokens: number;
+  /** Cost in nano-USD (1e-9 USD); bigint on PostgreSQL, parsed to number (exact below 2^53). */
+  cost_nano_usd: number;
+  created_at: string;
+}
+
+/** `gateway_instances`: gateway processes sharing the database, with their heartbeat. */
+export interface GatewayInstancesTable {
+  id: string;
+  started_at: string;
+  heartbeat_at: string;
+}
+
+/** `Database` with the tables of 002_message_path. */
+export interface Database {
+  sessions: SessionsTable;
+  messages: MessagesTable;
+  turns: TurnsTable;
+  turn_events: TurnEventsTable;
+  idempotency_records: IdempotencyRecordsTable;
+  usage_records: UsageRecordsTable;
+  gateway_instances: GatewayInstancesTable;
 }

@@ -1,0 +1,76 @@
+/**
+ * The one error type every model provider throws. Messages are short, meant
+ * for logs and the `UPSTREAM_ERROR` envelope, and never carry the api key,
+ * request headers or anything that looks like a credential.
+ */
+
+/** What went wrong, coarsely: enough for the agent loop to pick a turn status and for an operator to act. */
+export type ProviderErrorKind = 'timeout' | 'http' | 'network' | 'aborted' | 'invalid_response';
+
+/** A failed model call. `status` is the HTTP status for `kind: 'http'`. */
+export class ProviderError extends Error {
+  constructor(
+    message: string,
+    readonly kind: ProviderErrorKind,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+const MAX_DETAIL_CHARS = 200;
+
+/** Credential-shaped substrings scrubbed from any server-supplied text, whatever the configured key is. */
+const CREDENTIAL_PATTERNS: RegExp[] = [
+  /\b(?:sk|pk|rk)-[A-Za-z0-9_*.-]{4,}/g,
+  /\bBearer\s+\S+/gi,
+  /\b(?:x-api-key|api[_-]?key|authorization)\s*[:=]\s*\S+/gi,
+];
+
+/**
+ * Removes every occurrence of the given secrets and anything credential-shaped
+ * from `text`, collapses whitespace and truncates it to a log-friendly length.
+ */
+export function redactSecrets(text: string, secrets: ReadonlyArray<string | null | undefined>): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret && secret.length >= 4) out = out.split(secret).join('***');
+  }
+  for (const pattern of CREDENTIAL_PATTERNS) out = out.replace(pattern, '***');
+  out = out.replace(/\s+/g, ' ').trim();
+  return out.length > MAX_DETAIL_CHARS ? `${out.slice(0, MAX_DETAIL_CHARS)}…` : out;
+}
+
+/**
+ * Finds the human message in an error body as the OpenAI (`{message}` or
+ * `{error: {message}}`) and Anthropic (`{type: 'error', error: {message}}`)
+ * APIs send it. Returns null when there is none.
+ */
+export function serverErrorMessage(body: unknown): string | null {
+  if (typeof body === 'string') return body || null;
+  if (!isRecord(body)) return null;
+  if (typeof body.message === 'string' && body.message) return body.message;
+  if (isRecord(body.error) && typeof body.error.message === 'string' && body.error.message) return body.error.message;
+  return null;
+}
+
+/** Narrowing helper for parsed JSON. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The low-level cause code of a connection failure (`ECONNREFUSED`,
+ * `ENOTFOUND`, `UND_ERR_SOCKET`…), searched along the `cause` chain.
+ */
+export function networkCode(err: unknown): string | null {
+  let current: unknown = err;
+  for (let depth = 0; depth < 6; depth++) {
+    if (typeof current !== 'object' || current === null) return null;
+    const { code, cause } = current as { code?: unknown; cause?: unknown };
+    if (typeof code === 'string' && /^[A-Z][A-Z0-9_]+$/.test(code)) return code;
+    current = cause;
+  }
+  return null;
+}

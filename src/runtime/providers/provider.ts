@@ -1,0 +1,90 @@
+import type { Config } from '../../config/config.schema.js';
+import { AnthropicProvider } from './anthropic-provider.js';
+import { EchoProvider } from './echo-provider.js';
+import { OpenAIProvider } from './openai-provider.js';
+
+export { ProviderError, type ProviderErrorKind } from './provider-error.js';
+
+/** A tool invocation requested by the model. */
+export interface ToolCall {
+  /** The provider's id for the call; tool results answer it by this id. */
+  id: string;
+  name: string;
+  /** JSON text of the arguments as the model produced it (`{}` when it produced none). */
+  arguments: string;
+}
+
+/** One entry of the conversation sent to the model, in the gateway's own (OpenAI-like) shape. */
+export type ChatMessage =
+  | { role: 'system'; content: string }
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; tool_calls?: ToolCall[] }
+  | { role: 'tool'; content: string; tool_call_id: string; name: string };
+
+/** A tool the model may call. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments (an object schema). */
+  parameters: Record<string, unknown>;
+}
+
+/** Token counts the provider reported for one call (zeros when it reported none). */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** One model call. */
+export interface ModelRequest {
+  /** The conversation; the system prompt, if any, first. */
+  messages: ChatMessage[];
+  tools: ToolSpec[];
+  /** Aborts the call (turn interrupted, shutdown): it then fails with kind `aborted`. */
+  signal?: AbortSignal;
+  /**
+   * Receives streamed text as it arrives, in order. An exception thrown here
+   * stops the call and is rethrown as is.
+   */
+  onDelta?: (text: string) => void;
+}
+
+/** The model's answer to one call. */
+export interface ModelResponse {
+  /** The text, or null when the model produced none (e.g. only tool calls). */
+  content: string | null;
+  tool_calls: ToolCall[];
+  usage: Usage;
+  /** The model that answered, as the server named it (may be a dated variant of the configured one). */
+  model: string;
+  /** Normalised across providers: `stop`, `tool_calls`, `length`, or the server's own value otherwise. */
+  finish_reason: string;
+}
+
+/** A model behind one interface: echo, OpenAI-compatible or Anthropic. */
+export interface ModelProvider {
+  readonly type: 'echo' | 'openai' | 'anthropic';
+  /** The configured model, for health (`<type>:<model>`) and cost lookup. */
+  readonly model: string;
+  /**
+   * Makes exactly one model call (no retries, no hidden extra calls).
+   * Every failure rejects with a `ProviderError`; the call never outlives
+   * `timeout_seconds` of silence from the server.
+   */
+  complete(request: ModelRequest): Promise<ModelResponse>;
+}
+
+/** The provider block of the configuration (DECISIONS §1). */
+export type ProviderConfig = Config['provider'];
+
+/** Builds the configured provider; the composition root's single entry point here. */
+export function createProvider(config: ProviderConfig): ModelProvider {
+  switch (config.type) {
+    case 'echo':
+      return new EchoProvider();
+    case 'openai':
+      return new OpenAIProvider(config);
+    case 'anthropic':
+      return new AnthropicProvider(config);
+  }
+}

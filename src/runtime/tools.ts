@@ -1,0 +1,54 @@
+import type { ToolSpec } from './providers/provider.js';
+
+/** What a tool may know about the turn that calls it. */
+export interface ToolContext {
+  sessionKey: string;
+  eventId: string;
+  /** Aborted when the turn is interrupted. */
+  signal: AbortSignal;
+}
+
+/**
+ * A tool the agent can call. Capabilities (memory, knowledge, tasks, skills)
+ * export their tools; the composition root registers them. The runtime
+ * never imports a capability.
+ */
+export interface AgentTool {
+  spec: ToolSpec;
+  /** Runs the tool. The result is sent to the model as JSON text. Throwing reports the error to the model. */
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;
+}
+
+/** The `ask_user` tool: handled by the agent loop itself (pauses the turn). */
+export const ASK_USER_TOOL: ToolSpec = {
+  name: 'ask_user',
+  description:
+    'Ask the user a clarifying question when the request is ambiguous. The turn pauses until the user answers; the answer is returned as the result.',
+  parameters: {
+    type: 'object',
+    properties: { question: { type: 'string', description: 'The question to ask' } },
+    required: ['question'],
+  },
+};
+
+/** The tools available to the agent, by name. */
+export class ToolRegistry {
+  private readonly tools = new Map<string, AgentTool>();
+
+  /** Adds a tool; a duplicate name is a programming error. */
+  register(tool: AgentTool): void {
+    if (this.tools.has(tool.spec.name) || tool.spec.name === ASK_USER_TOOL.name) {
+      throw new Error(`tool ${tool.spec.name} registered twice`);
+    }
+    this.tools.set(tool.spec.name, tool);
+  }
+
+  get(name: string): AgentTool | undefined {
+    return this.tools.get(name);
+  }
+
+  /** Specs sent to the model: every registered tool plus `ask_user`. */
+  specs(): ToolSpec[] {
+    return [...[...this.tools.values()].map((t) => t.spec), ASK_USER_TOOL];
+  }
+}

@@ -1,0 +1,352 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, MessagesTable, SessionsTable } from '../store/database.js';
+
+/** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
+type Executor = Kysely<Database> | Transaction<Database>;
+
+/** Session status (spec variant A). */
+export type SessionStatus = 'active' | 'archived';
+
+/** A live or deleted session, as stored. */
+export interface SessionRecord {
+  key: string;
+  channel: string;
+  status: SessionStatus;
+  createdAt: string;
+  lastActive: string;
+  messageCount: number;
+  /** Messages of other epochs are outside the model's context and the visible history. */
+  contextEpoch: number;
+  metadata: Record<string, unknown>;
+  /** Set while the session is deleted; repository reads of live sessions never return such a row. */
+  deletedAt: string | null;
+}
+
+/** One message of a session's conversation. */
+export interface MessageRecord {
+  /** Time-sortable (`msg_…`): ordering by id is chronological within a session. */
+  id: string;
+  sessionKey: string;
+  contextEpoch: number;
+  /** `user` | `assistant` | `tool` | `system`. */
+  role: string;
+  content: string | null;
+  toolCalls: unknown[] | null;
+  toolCallId: string | null;
+  name: string | null;
+  /** The turn (inbound event) that produced it. */
+  eventId: string | null;
+  createdAt: string;
+}
+
+/** Keyset position: the last item of the previous page. */
+export interface SessionCursor {
+  lastActive: string;
+  key: string;
+}
+
+/** What `listSessions` filters and how much it returns. */
+export interface ListSessionsOptions {
+  channel?: string | null;
+  /** Default `all`. */
+  status?: SessionStatus | 'all';
+  /** Page size, at least 1 (the HTTP layer validates the range). */
+  limit: number;
+  /** Position after which the page starts; null or absent for the first page. */
+  cursor?: SessionCursor | null;
+}
+
+/** One page of sessions. */
+export interface SessionPage {
+  items: SessionRecord[];
+  /** Every live session matching the filters, across all pages. */
+  total: number;
+  hasMore: boolean;
+  /** Cursor for the next page (the last item's position); null when `hasMore` is false. */
+  nextCursor: SessionCursor | null;
+}
+
+const MAX_RACE_RETRIES = 5;
+
+/**
+ * Returns the live session `key`, creating it when missing. A deleted key is
+ * revived as a fresh session: `deleted_at` cleared, `created_at` and
+ * `last_active` = `now`, message count 0, channel and metadata from this call,
+ * status active and `context_epoch + 1`, so nothing of its earlier life is in
+ * context. A live session is returned unchanged (`channel`/`metadata` ignored).
+ *
+ * Race-safe across connections and processes: `insert … on conflict do
+ * nothing`, then a conditional revive (`where deleted_at is not null`), then a
+ * read; if a concurrent delete lands in between, it starts over.
+ */
+export async function ensureSession(
+  ex: Executor,
+  input: { key: string; channel: string; metadata?: Record<string, unknown>; now: string },
+): Promise<SessionRecord> {
+  const metadata = JSON.stringify(input.metadata ?? {});
+  for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
+    const inserted = await ex
+      .insertInto('sessions')
+      .values(newSessionRow(input.key, input.channel, metadata, input.now))
+      .onConflict((oc) => oc.column('key').doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (inserted) return toSession(inserted);
+
+    const revived = await ex
+      .updateTable('sessions')
+      .set((eb) => ({
+        channel: input.channel,
+        status: 'active',
+        created_at: input.now,
+        last_active: input.now,
+        message_count: 0,
+        context_epoch: eb('context_epoch', '+', 1),
+        metadata,
+        deleted_at: null,
+      }))
+      .where('key', '=', input.key)
+      .where('deleted_at', 'is not', null)
+      .returningAll()
+      .executeTakeFirst();
+    if (revived) return toSession(revived);
+
+    const live = await getSession(ex, input.key);
+    if (live) return live;
+  }
+  throw new Error(`ensureSession(${input.key}): the row kept changing under concurrent deletes`);
+}
+
+/**
+ * Inserts a new session (status active, no messages, epoch 0). Rejects with
+ * the driver's unique-violation error when the key exists, deleted or not.
+ */
+export async function createSession(
+  ex: Executor,
+  input: { key: string; channel: string; metadata: Record<string, unknown>; now: string },
+): Promise<SessionRecord> {
+  const row = await ex
+    .insertInto('sessions')
+    .values(newSessionRow(input.key, input.channel, JSON.stringify(input.metadata), input.now))
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  return toSession(row);
+}
+
+/** The live session `key`, or null when it does not exist or is deleted. */
+export async function getSession(ex: Executor, key: string): Promise<SessionRecord | null> {
+  const row = await ex
+    .selectFrom('sessions')
+    .selectAll()
+    .where('key', '=', key)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return row ? toSession(row) : null;
+}
+
+/**
+ * One page of live sessions, most recently active first, ties broken by key
+ * (descending, byte order). Keyset pagination on `(last_active, key)`: a
+ * session that becomes active between two pages moves to the front and is not
+ * repeated; the pages already handed out never shift. `total` counts every
+ * match regardless of the cursor.
+ */
+export async function listSessions(ex: Executor, options: ListSessionsOptions): Promise<SessionPage> {
+  const status = options.status ?? 'all';
+  let filtered = ex.selectFrom('sessions').where('deleted_at', 'is', null);
+  if (options.channel != null) filtered = filtered.where('channel', '=', options.channel);
+  if (status !== 'all') filtered = filtered.where('status', '=', status);
+
+  let page = filtered.selectAll();
+  const cursor = options.cursor;
+  if (cursor) {
+    page = page.where((eb) => eb(eb.refTuple('last_active', 'key'), '<', eb.tuple(cursor.lastActive, cursor.key)));
+  }
+  const rows = await page
+    .orderBy('last_active', 'desc')
+    .orderBy('key', 'desc')
+    .limit(options.limit + 1)
+    .execute();
+  const count = await filtered.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const hasMore = rows.length > options.limit;
+  const items = rows.slice(0, options.limit).map(toSession);
+  const last = items.at(-1);
+  return {
+    items,
+    total: Number(count.n),
+    hasMore,
+    nextCursor: hasMore && last ? { lastActive: last.lastActive, key: last.key } : null,
+  };
+}
+
+/**
+ * Records activity on a live session: `last_active = now`, `message_count +=
+ * messagesAdded`. Returns false when the session is missing or deleted.
+ */
+export async function touchSession(
+  ex: Executor,
+  key: string,
+  input: { now: string; messagesAdded: number },
+): Promise<boolean> {
+  const result = await ex
+    .updateTable('sessions')
+    .set((eb) => ({ last_active: input.now, message_count: eb('message_count', '+', input.messagesAdded) }))
+    .where('key', '=', key)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Deletes a live session: its messages are removed, the row is kept with
+ * `deleted_at = now`, `message_count = 0` and `context_epoch + 1` (so the key
+ * starts a new context epoch if used again). Memory entries and the turn
+ * ledger are not touched. Returns false when it is missing or already deleted.
+ * Two statements: run it inside a transaction to make it atomic.
+ */
+export async function deleteSession(ex: Executor, key: string, now: string): Promise<boolean> {
+  const result = await ex
+    .updateTable('sessions')
+    .set((eb) => ({ deleted_at: now, message_count: 0, context_epoch: eb('context_epoch', '+', 1) }))
+    .where('key', '=', key)
+    .where('deleted_at', 'is', null)
+    .executeTakeFirst();
+  if (result.numUpdatedRows === 0n) return false;
+  await ex.deleteFrom('messages').where('session_key', '=', key).execute();
+  return true;
+}
+
+/**
+ * Starts a new context epoch on a live session (the `/new` chat command):
+ * `context_epoch + 1`, `last_active = now`. Returns the new epoch, or null
+ * when the session is missing or deleted. Earlier messages stay stored but
+ * leave the context and the visible history.
+ */
+export async function bumpEpoch(ex: Executor, key: string, now: string): Promise<number | null> {
+  const row = await ex
+    .updateTable('sessions')
+    .set((eb) => ({ context_epoch: eb('context_epoch', '+', 1), last_active: now }))
+    .where('key', '=', key)
+    .where('deleted_at', 'is', null)
+    .returning('context_epoch')
+    .executeTakeFirst();
+  return row ? row.context_epoch : null;
+}
+
+/** Stores one message. Rejects with the driver's unique-violation error on a duplicate id. */
+export async function appendMessage(ex: Executor, message: MessageRecord): Promise<void> {
+  await ex
+    .insertInto('messages')
+    .values({
+      id: message.id,
+      session_key: message.sessionKey,
+      context_epoch: message.contextEpoch,
+      role: message.role,
+      content: message.content,
+      tool_calls: message.toolCalls === null ? null : JSON.stringify(message.toolCalls),
+      tool_call_id: message.toolCallId,
+      name: message.name,
+      event_id: message.eventId,
+      created_at: message.createdAt,
+    })
+    .execute();
+}
+
+/** The newest `limit` messages of `epoch`, oldest first: the model's context window. */
+export async function contextMessages(
+  ex: Executor,
+  key: string,
+  epoch: number,
+  limit: number,
+): Promise<MessageRecord[]> {
+  const rows = await ex
+    .selectFrom('messages')
+    .selectAll()
+    .where('session_key', '=', key)
+    .where('context_epoch', '=', epoch)
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.reverse().map(toMessage);
+}
+
+/**
+ * The visible history: the newest `limit` messages of `epoch` in
+ * chronological order, and `total`, the number of messages in that epoch.
+ */
+export async function history(
+  ex: Executor,
+  key: string,
+  epoch: number,
+  limit: number,
+): Promise<{ items: MessageRecord[]; total: number }> {
+  const items = await contextMessages(ex, key, epoch, limit);
+  const count = await ex
+    .selectFrom('messages')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('session_key', '=', key)
+    .where('context_epoch', '=', epoch)
+    .executeTakeFirstOrThrow();
+  return { items, total: Number(count.n) };
+}
+
+/** Live sessions: all of them, and those with status active (health report). */
+export async function countSessions(ex: Executor): Promise<{ total: number; active: number }> {
+  const row = await ex
+    .selectFrom('sessions')
+    .select((eb) => [
+      eb.fn.countAll<number>().as('total'),
+      eb.fn.count<number>(eb.case().when('status', '=', 'active').then(eb.lit(1)).end()).as('active'),
+    ])
+    .where('deleted_at', 'is', null)
+    .executeTakeFirstOrThrow();
+  return { total: Number(row.total), active: Number(row.active) };
+}
+
+function newSessionRow(key: string, channel: string, metadata: string, now: string): Selectable<SessionsTable> {
+  return {
+    key,
+    channel,
+    status: 'active',
+    created_at: now,
+    last_active: now,
+    message_count: 0,
+    context_epoch: 0,
+    metadata,
+    deleted_at: null,
+  };
+}
+
+function toSession(row: Selectable<SessionsTable>): SessionRecord {
+  return {
+    key: row.key,
+    channel: row.channel,
+    status: row.status as SessionStatus,
+    createdAt: row.created_at,
+    lastActive: row.last_active,
+    messageCount: row.message_count,
+    contextEpoch: row.context_epoch,
+    metadata: parseObject(row.metadata),
+    deletedAt: row.deleted_at,
+  };
+}
+
+function toMessage(row: Selectable<MessagesTable>): MessageRecord {
+  return {
+    id: row.id,
+    sessionKey: row.session_key,
+    contextEpoch: row.context_epoch,
+    role: row.role,
+    content: row.content,
+    toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as unknown[]),
+    toolCallId: row.tool_call_id,
+    name: row.name,
+    eventId: row.event_id,
+    createdAt: row.created_at,
+  };
+}
+
+function parseObject(text: string): Record<string, unknown> {
+  const value: unknown = JSON.parse(text);
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+}

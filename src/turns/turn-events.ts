@@ -1,0 +1,127 @@
+import type { Clock } from '../lib/clock.js';
+import { isoTime } from '../lib/clock.js';
+import type { Logger } from '../logs/logger.js';
+import type { Store } from '../store/index.js';
+import { appendTurnEvent, lastTurnEventSeq, listTurnEvents } from './turn-events.repo.js';
+
+/** Event names of a turn's stream (DECISIONS §5). */
+export type TurnEventType = 'delta' | 'tool_call' | 'tool_result' | 'status' | 'done' | 'error';
+
+/** One event of a turn, numbered from 1 per turn. */
+export interface TurnEvent {
+  eventId: string;
+  seq: number;
+  type: TurnEventType;
+  data: Record<string, unknown>;
+}
+
+export type TurnEventListener = (event: TurnEvent) => void;
+
+/** Also told of every event of every turn (WebSocket `turns` topic, cross-process bus). */
+export type TurnEventTap = (event: TurnEvent) => void;
+
+/**
+ * The in-process stream of turn events: numbers each event, persists it
+ * (group commit) so `GET /turns/{id}/events` can replay it later, and fans
+ * it out to live listeners. Memory is bounded by the turns in flight and
+ * their listeners; a turn's counter is dropped when the turn ends.
+ */
+export class TurnEventHub {
+  private readonly next = new Map<string, number>();
+  private readonly listeners = new Map<string, Set<TurnEventListener>>();
+  private readonly taps = new Set<TurnEventTap>();
+  private pendingWrites = new Set<Promise<unknown>>();
+
+  constructor(private readonly options: { store: Store; clock: Clock; logger: Logger; maxListenersPerTurn?: number }) {}
+
+  /** Prepares numbering for a turn that starts or resumes running (continues after persisted events). */
+  async open(eventId: string): Promise<void> {
+    if (this.next.has(eventId)) return;
+    const last = await lastTurnEventSeq(this.options.store.db, eventId);
+    if (!this.next.has(eventId)) this.next.set(eventId, last + 1);
+  }
+
+  /** Forgets a turn's counter once it has ended or paused. */
+  release(eventId: string): void {
+    this.next.delete(eventId);
+  }
+
+  /** Numbers, persists and delivers one event. Listener errors never reach the publisher. */
+  publish(eventId: string, type: TurnEventType, data: Record<string, unknown>): TurnEvent {
+    const seq = this.next.get(eventId) ?? 1;
+    this.next.set(eventId, seq + 1);
+    const event: TurnEvent = { eventId, seq, type, data };
+    const now = isoTime(this.options.clock.now());
+    const write = this.options.store.writer
+      .run((trx) => appendTurnEvent(trx, { eventId, seq, type, data, now }))
+      .catch((err: unknown) => {
+        this.options.logger.warn(
+          { source: 'turns', event_id: eventId, err: (err as Error).message },
+          'turn event not persisted',
+        );
+      })
+      .finally(() => this.pendingWrites.delete(write));
+    this.pendingWrites.add(write);
+    for (const listener of this.listeners.get(eventId) ?? []) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.options.logger.warn({ source: 'turns', err: (err as Error).message }, 'turn event listener failed');
+      }
+    }
+    for (const tap of this.taps) {
+      try {
+        tap(event);
+      } catch {
+        /* a tap must not break the turn */
+      }
+    }
+    return event;
+  }
+
+  /** Listens to one turn's live events; returns the unsubscribe function. */
+  subscribe(eventId: string, listener: TurnEventListener): () => void {
+    let set = this.listeners.get(eventId);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(eventId, set);
+    }
+    if (set.size >= (this.options.maxListenersPerTurn ?? 1000)) {
+      throw new Error('too many listeners for this turn');
+    }
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(eventId) === set) this.listeners.delete(eventId);
+    };
+  }
+
+  /** Listens to every turn's events. */
+  tap(listener: TurnEventTap): () => void {
+    this.taps.add(listener);
+    return () => this.taps.delete(listener);
+  }
+
+  /** Persisted events of a turn after `afterSeq`, oldest first. */
+  async replay(eventId: string, afterSeq: number, limit = 10_000): Promise<TurnEvent[]> {
+    const rows = await listTurnEvents(this.options.store.db, eventId, afterSeq, limit);
+    return rows.map((row) => ({
+      eventId,
+      seq: row.seq,
+      type: row.type as TurnEventType,
+      data: row.data as Record<string, unknown>,
+    }));
+  }
+
+  /** Waits until every event published so far is on disk (shutdown, tests). */
+  async flush(): Promise<void> {
+    while (this.pendingWrites.size > 0) await Promise.all([...this.pendingWrites]);
+  }
+
+  /** Live listener count (health, tests). */
+  listenerCount(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+}

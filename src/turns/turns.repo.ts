@@ -1,0 +1,364 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database, TurnsTable } from '../store/database.js';
+
+/** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
+type Executor = Kysely<Database> | Transaction<Database>;
+
+/** The spec's turn statuses. */
+export const TURN_STATUSES = [
+  'accepted',
+  'running',
+  'waiting_approval',
+  'waiting_clarification',
+  'completed',
+  'incomplete',
+  'failed',
+  'interrupted',
+] as const;
+
+/** A turn's lifecycle state. */
+export type TurnStatus = (typeof TURN_STATUSES)[number];
+
+/** Statuses a turn never leaves: the first one written wins. */
+export const TERMINAL_STATUSES = ['completed', 'incomplete', 'failed', 'interrupted'] as const;
+
+/** A status a turn ends in. */
+export type TerminalTurnStatus = (typeof TERMINAL_STATUSES)[number];
+
+/** A status a turn can still move on from. */
+export type OpenTurnStatus = Exclude<TurnStatus, TerminalTurnStatus>;
+
+/** The statuses a paused turn waits in. */
+export type WaitingTurnStatus = 'waiting_approval' | 'waiting_clarification';
+
+/** True for completed, incomplete, failed and interrupted. */
+export function isTerminalStatus(status: TurnStatus): status is TerminalTurnStatus {
+  return (TERMINAL_STATUSES as readonly TurnStatus[]).includes(status);
+}
+
+/** One row of the turn ledger. */
+export interface TurnRecord {
+  /** Arrival order across every process sharing the database. */
+  seq: number;
+  eventId: string;
+  sessionKey: string;
+  status: TurnStatus;
+  currentTool: string | null;
+  response: string | null;
+  terminationReason: string | null;
+  contextEpoch: number;
+  acceptedAt: string;
+  startedAt: string | null;
+  finishedAt: string | null;
+  updatedAt: string;
+  /** What the turn needs to run (the inbound event), as given to `insertTurn`. */
+  payload: unknown;
+  /** The final result handed to waiters; null until finished (or when finished without one). */
+  result: unknown;
+  /** What a waiting turn waits for; null otherwise. */
+  pending: unknown;
+  /** Gateway instance that runs (or last ran) it; null before any claim. */
+  owner: string | null;
+}
+
+/**
+ * Records an accepted turn. Idempotent on `eventId`: when the event is already
+ * in the ledger nothing is written and the existing row is returned with
+ * `inserted: false` (race-safe: `insert … on conflict (event_id) do nothing`).
+ */
+export async function insertTurn(
+  ex: Executor,
+  input: {
+    eventId: string;
+    sessionKey: string;
+    contextEpoch: number;
+    payload: unknown;
+    owner: string | null;
+    now: string;
+  },
+): Promise<{ inserted: boolean; turn: TurnRecord }> {
+  const row = await ex
+    .insertInto('turns')
+    .values({
+      event_id: input.eventId,
+      session_key: input.sessionKey,
+      status: 'accepted',
+      context_epoch: input.contextEpoch,
+      accepted_at: input.now,
+      updated_at: input.now,
+      payload: JSON.stringify(input.payload ?? null),
+      owner: input.owner,
+    })
+    .onConflict((oc) => oc.column('event_id').doNothing())
+    .returningAll()
+    .executeTakeFirst();
+  if (row) return { inserted: true, turn: toTurn(row) };
+  const existing = await getTurn(ex, input.eventId);
+  if (!existing) throw new Error(`insertTurn(${input.eventId}): conflicting row vanished`);
+  return { inserted: false, turn: existing };
+}
+
+/** The turn of `eventId`, or null. */
+export async function getTurn(ex: Executor, eventId: string): Promise<TurnRecord | null> {
+  const row = await ex.selectFrom('turns').selectAll().where('event_id', '=', eventId).executeTakeFirst();
+  return row ? toTurn(row) : null;
+}
+
+/** The newest `limit` turns of a session, newest first. */
+export async function listSessionTurns(ex: Executor, sessionKey: string, limit: number): Promise<TurnRecord[]> {
+  const rows = await ex
+    .selectFrom('turns')
+    .selectAll()
+    .where('session_key', '=', sessionKey)
+    .orderBy('seq', 'desc')
+    .limit(limit)
+    .execute();
+  return rows.map(toTurn);
+}
+
+/**
+ * Atomically moves an accepted turn to running for `owner` (one conditional
+ * update: `where status = 'accepted'`), setting `started_at`, `owner` and
+ * `updated_at`. Returns the running turn, or null when it is not accepted (some
+ * other process or worker claimed it first, or it is missing or finished).
+ * Exactly one of any number of concurrent claims wins.
+ */
+export async function claimTurn(
+  ex: Executor,
+  eventId: string,
+  input: { owner: string; now: string },
+): Promise<TurnRecord | null> {
+  const row = await ex
+    .updateTable('turns')
+    .set({ status: 'running', started_at: input.now, owner: input.owner, updated_at: input.now })
+    .where('event_id', '=', eventId)
+    .where('status', '=', 'accepted')
+    .returningAll()
+    .executeTakeFirst();
+  return row ? toTurn(row) : null;
+}
+
+/**
+ * Records progress of a running turn: `updated_at = now`, and `current_tool`
+ * when given (null clears it; absent leaves it). Returns false when the turn
+ * is not running.
+ */
+export async function updateTurnProgress(
+  ex: Executor,
+  eventId: string,
+  input: { currentTool?: string | null; now: string },
+): Promise<boolean> {
+  const result = await ex
+    .updateTable('turns')
+    .set({
+      updated_at: input.now,
+      ...(input.currentTool !== undefined ? { current_tool: input.currentTool } : {}),
+    })
+    .where('event_id', '=', eventId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Pauses a running turn in `waiting_approval` or `waiting_clarification`,
+ * storing what it waits for in `pending` (and `response`/`current_tool` when
+ * given). Only from running; returns whether it paused.
+ */
+export async function pauseTurn(
+  ex: Executor,
+  eventId: string,
+  input: {
+    status: WaitingTurnStatus;
+    pending: unknown;
+    response?: string | null;
+    currentTool?: string | null;
+    now: string;
+  },
+): Promise<boolean> {
+  const result = await ex
+    .updateTable('turns')
+    .set({
+      status: input.status,
+      pending: JSON.stringify(input.pending ?? null),
+      updated_at: input.now,
+      ...(input.response !== undefined ? { response: input.response } : {}),
+      ...(input.currentTool !== undefined ? { current_tool: input.currentTool } : {}),
+    })
+    .where('event_id', '=', eventId)
+    .where('status', '=', 'running')
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/**
+ * Atomically moves a turn waiting in `from` back to running for `owner`,
+ * clearing `pending`. Returns the running turn, or null when it is not in
+ * `from` (already resumed by a concurrent caller, finished, or missing).
+ */
+export async function resumeTurn(
+  ex: Executor,
+  eventId: string,
+  input: { from: WaitingTurnStatus; owner: string; now: string },
+): Promise<TurnRecord | null> {
+  const row = await ex
+    .updateTable('turns')
+    .set({ status: 'running', pending: null, owner: input.owner, updated_at: input.now })
+    .where('event_id', '=', eventId)
+    .where('status', '=', input.from)
+    .returningAll()
+    .executeTakeFirst();
+  return row ? toTurn(row) : null;
+}
+
+/**
+ * Ends a turn. The first terminal status wins: the row is updated only while
+ * its status is not terminal, so a later finish (or an interrupt racing a
+ * completion) changes nothing and returns false. The winner sets `status`,
+ * `response`, `termination_reason`, `result`, `finished_at = updated_at = now`
+ * and clears `current_tool` and `pending`.
+ */
+export async function finishTurn(
+  ex: Executor,
+  eventId: string,
+  input: {
+    status: TerminalTurnStatus;
+    response: string | null;
+    terminationReason: string | null;
+    result: unknown;
+    now: string;
+  },
+): Promise<boolean> {
+  const result = await ex
+    .updateTable('turns')
+    .set({
+      status: input.status,
+      response: input.response,
+      termination_reason: input.terminationReason,
+      result: input.result === null || input.result === undefined ? null : JSON.stringify(input.result),
+      current_tool: null,
+      pending: null,
+      finished_at: input.now,
+      updated_at: input.now,
+    })
+    .where('event_id', '=', eventId)
+    .where('status', 'not in', TERMINAL_STATUSES)
+    .executeTakeFirst();
+  return result.numUpdatedRows > 0n;
+}
+
+/** Owner filter of `listTurnsByStatus` and `interruptTurns`; both parts optional and combined with AND. */
+export interface TurnOwnerFilter {
+  /** Only turns owned by one of these (an empty list matches nothing). */
+  ownerIn?: readonly string[] | null;
+  /** Skip turns owned by one of these; unowned turns (owner null) always pass. Empty = no restriction. */
+  ownerNotIn?: readonly string[] | null;
+}
+
+/**
+ * Turns in any of `statuses`, oldest (lowest seq) first, at most `limit`: for
+ * recovery after a restart. `ownerNot` skips one owner's turns (unowned turns
+ * pass); `ownerIn`/`ownerNotIn` as in TurnOwnerFilter.
+ */
+export async function listTurnsByStatus(
+  ex: Executor,
+  statuses: readonly TurnStatus[],
+  options: { limit: number; ownerNot?: string | null } & TurnOwnerFilter,
+): Promise<TurnRecord[]> {
+  if (statuses.length === 0 || options.ownerIn?.length === 0) return [];
+  const notIn = [...(options.ownerNotIn ?? []), ...(options.ownerNot != null ? [options.ownerNot] : [])];
+  let query = ex.selectFrom('turns').selectAll().where('status', 'in', statuses);
+  if (options.ownerIn) query = query.where('owner', 'in', options.ownerIn);
+  if (notIn.length > 0) query = query.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', 'not in', notIn)]));
+  const rows = await query.orderBy('seq').limit(options.limit).execute();
+  return rows.map(toTurn);
+}
+
+/**
+ * Marks every turn in `statuses` that passes the owner filter `interrupted`
+ * with `termination_reason = reason` (finished_at = updated_at = now,
+ * current_tool and pending cleared) and returns their event ids in seq order.
+ * Terminal turns are never touched (first terminal status wins), so it is
+ * safe against turns finishing concurrently.
+ *
+ * Typical filters: at shutdown, `{statuses: ['running'], ownerIn: [self]}`;
+ * at start-up, `{statuses: ['running'], ownerNotIn: liveInstanceIds}` to
+ * interrupt turns of instances that died (and turns with no owner).
+ */
+export async function interruptTurns(
+  ex: Executor,
+  input: { statuses: readonly OpenTurnStatus[]; reason: string; now: string } & TurnOwnerFilter,
+): Promise<string[]> {
+  if (input.statuses.length === 0 || input.ownerIn?.length === 0) return [];
+  let query = ex
+    .updateTable('turns')
+    .set({
+      status: 'interrupted',
+      termination_reason: input.reason,
+      current_tool: null,
+      pending: null,
+      finished_at: input.now,
+      updated_at: input.now,
+    })
+    .where('status', 'in', input.statuses)
+    .where('status', 'not in', TERMINAL_STATUSES);
+  if (input.ownerIn) query = query.where('owner', 'in', input.ownerIn);
+  const notIn = input.ownerNotIn ?? [];
+  if (notIn.length > 0) query = query.where((eb) => eb.or([eb('owner', 'is', null), eb('owner', 'not in', notIn)]));
+  const rows = await query.returning(['event_id', 'seq']).execute();
+  return rows.sort((a, b) => a.seq - b.seq).map((row) => row.event_id);
+}
+
+/** The oldest turn of the session waiting in `status`, or null. */
+export async function waitingTurnForSession(
+  ex: Executor,
+  sessionKey: string,
+  status: WaitingTurnStatus,
+): Promise<TurnRecord | null> {
+  const row = await ex
+    .selectFrom('turns')
+    .selectAll()
+    .where('session_key', '=', sessionKey)
+    .where('status', '=', status)
+    .orderBy('seq')
+    .limit(1)
+    .executeTakeFirst();
+  return row ? toTurn(row) : null;
+}
+
+/**
+ * True when a turn of the session with a lower seq is still accepted or
+ * running: the turn at `seq` must wait (per-session order across processes).
+ */
+export async function hasEarlierOpenTurn(ex: Executor, sessionKey: string, seq: number): Promise<boolean> {
+  const row = await ex
+    .selectFrom('turns')
+    .select('seq')
+    .where('session_key', '=', sessionKey)
+    .where('seq', '<', seq)
+    .where('status', 'in', ['accepted', 'running'])
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+function toTurn(row: Selectable<TurnsTable>): TurnRecord {
+  return {
+    seq: row.seq,
+    eventId: row.event_id,
+    sessionKey: row.session_key,
+    status: row.status as TurnStatus,
+    currentTool: row.current_tool,
+    response: row.response,
+    terminationReason: row.termination_reason,
+    contextEpoch: row.context_epoch,
+    acceptedAt: row.accepted_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+    updatedAt: row.updated_at,
+    payload: JSON.parse(row.payload) as unknown,
+    result: row.result === null ? null : (JSON.parse(row.result) as unknown),
+    pending: row.pending === null ? null : (JSON.parse(row.pending) as unknown),
+    owner: row.owner,
+  };
+}
