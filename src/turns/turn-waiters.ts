@@ -56,7 +56,7 @@ export class TurnWaiters {
               checking = false;
               if (!settled) {
                 settled = true;
-                reject(err);
+                reject(err instanceof Error ? err : new Error(String(err)));
               }
             },
           );

@@ -103,7 +103,7 @@ export class AnthropicProvider implements ModelProvider {
 
   private stopped(why: 'timeout' | 'aborted'): ProviderError {
     return why === 'timeout'
-      ? new ProviderError(`anthropic: no response within ${this.timeoutMs / 1000} s`, 'timeout')
+      ? new ProviderError(`anthropic: timed out (no data for ${this.timeoutMs / 1000} s)`, 'timeout')
       : new ProviderError('anthropic: call aborted', 'aborted');
   }
 

@@ -95,7 +95,7 @@ export class OpenAIProvider implements ModelProvider {
 
   private stopped(why: 'timeout' | 'aborted'): ProviderError {
     return why === 'timeout'
-      ? new ProviderError(`openai: no response within ${this.timeoutMs / 1000} s`, 'timeout')
+      ? new ProviderError(`openai: timed out (no data for ${this.timeoutMs / 1000} s)`, 'timeout')
       : new ProviderError('openai: call aborted', 'aborted');
   }
 
