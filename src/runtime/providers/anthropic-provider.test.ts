@@ -84,11 +84,11 @@ describe('anthropic provider: happy paths', () => {
 
   it('defaults the model and omits system and tools when absent', async () => {
     const provider = createProvider(config({ model: null }));
-    expect(provider.model).toBe('claude-sonnet-4-5');
+    expect(provider.model).toBe('claude-sonnet-4-6');
     const res = await provider.complete({ messages: [{ role: 'user', content: 'ping' }], tools: [] });
     expect(res.content).toBe('fake: ping');
     const body = fake.requests[0]!.body;
-    expect(body.model).toBe('claude-sonnet-4-5');
+    expect(body.model).toBe('claude-sonnet-4-6');
     expect('system' in body).toBe(false);
     expect('tools' in body).toBe(false);
   });
