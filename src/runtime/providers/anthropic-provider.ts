@@ -25,7 +25,8 @@ import type {
 import { isRecord, networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
 
 /** The model used when `provider.model` is null. */
-export const ANTHROPIC_DEFAULT_MODEL = 'claude-sonnet-4-6';
+export { ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
+import { ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
 /** The endpoint used when `provider.base_url` is null (the SDK appends `/v1/messages`). */
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Upper bound of output tokens per call. */

@@ -19,7 +19,8 @@ import type {
 import { isRecord, networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
 
 /** The model used when `provider.model` is null. */
-export const OPENAI_DEFAULT_MODEL = 'gpt-4o-mini';
+export { OPENAI_DEFAULT_MODEL } from './defaults.js';
+import { OPENAI_DEFAULT_MODEL } from './defaults.js';
 /** The endpoint used when `provider.base_url` is null. */
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 /** Sent when no key is configured: local servers (Ollama, vLLM, llama.cpp) need none, the SDK insists on one. */

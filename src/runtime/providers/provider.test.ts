@@ -3,6 +3,7 @@ import { defaultConfig } from '../../config/config.schema.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 import { EchoProvider } from './echo-provider.js';
 import { OpenAIProvider } from './openai-provider.js';
+import type { LazyProvider} from './provider.js';
 import { createProvider, ProviderError, type ProviderConfig } from './provider.js';
 
 function config(overrides: Partial<ProviderConfig> = {}): ProviderConfig {
@@ -10,12 +11,14 @@ function config(overrides: Partial<ProviderConfig> = {}): ProviderConfig {
 }
 
 describe('createProvider', () => {
-  it('builds the configured provider, echo by default', () => {
+  it('builds the configured provider, echo by default', async () => {
     const echo = createProvider(defaultConfig().provider);
     expect(echo).toBeInstanceOf(EchoProvider);
     expect(`${echo.type}:${echo.model}`).toBe('echo:echo');
-    expect(createProvider(config({ type: 'openai' }))).toBeInstanceOf(OpenAIProvider);
-    expect(createProvider(config({ type: 'anthropic' }))).toBeInstanceOf(AnthropicProvider);
+    expect(await (createProvider(config({ type: 'openai' })) as LazyProvider).resolve()).toBeInstanceOf(OpenAIProvider);
+    expect(await (createProvider(config({ type: 'anthropic' })) as LazyProvider).resolve()).toBeInstanceOf(
+      AnthropicProvider,
+    );
     expect(createProvider(config({ type: 'openai', model: 'llama3.1:8b' })).model).toBe('llama3.1:8b');
   });
 });

@@ -1,7 +1,6 @@
 import type { Config } from '../../config/config.schema.js';
-import { AnthropicProvider } from './anthropic-provider.js';
+import { ANTHROPIC_DEFAULT_MODEL, OPENAI_DEFAULT_MODEL } from './defaults.js';
 import { EchoProvider } from './echo-provider.js';
-import { OpenAIProvider } from './openai-provider.js';
 
 export { ProviderError, type ProviderErrorKind } from './provider-error.js';
 
@@ -77,14 +76,43 @@ export interface ModelProvider {
 /** The provider block of the configuration (DECISIONS §1). */
 export type ProviderConfig = Config['provider'];
 
+/**
+ * A provider whose SDK is loaded on first use, so a gateway on the `echo`
+ * provider never pays the memory of the OpenAI or Anthropic SDK.
+ */
+export class LazyProvider implements ModelProvider {
+  private inner: Promise<ModelProvider> | undefined;
+  constructor(
+    readonly type: 'openai' | 'anthropic',
+    readonly model: string,
+    private readonly load: () => Promise<ModelProvider>,
+  ) {}
+
+  /** The loaded provider (tests, diagnostics). */
+  resolve(): Promise<ModelProvider> {
+    this.inner ??= this.load();
+    return this.inner;
+  }
+
+  async complete(request: ModelRequest): Promise<ModelResponse> {
+    return (await this.resolve()).complete(request);
+  }
+}
+
 /** Builds the configured provider; the composition root's single entry point here. */
 export function createProvider(config: ProviderConfig): ModelProvider {
   switch (config.type) {
     case 'echo':
       return new EchoProvider();
     case 'openai':
-      return new OpenAIProvider(config);
+      return new LazyProvider('openai', config.model ?? OPENAI_DEFAULT_MODEL, async () => {
+        const { OpenAIProvider } = await import('./openai-provider.js');
+        return new OpenAIProvider(config);
+      });
     case 'anthropic':
-      return new AnthropicProvider(config);
+      return new LazyProvider('anthropic', config.model ?? ANTHROPIC_DEFAULT_MODEL, async () => {
+        const { AnthropicProvider } = await import('./anthropic-provider.js');
+        return new AnthropicProvider(config);
+      });
   }
 }

@@ -1,5 +1,6 @@
 import { type Dialect, type Kysely, PostgresDialect, sql } from 'kysely';
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type PgModule from 'pg';
 import { errorMessage } from '../errors.js';
 import { guardDialect } from '../guarded-dialect.js';
 
@@ -13,6 +14,14 @@ export interface PostgresDialectOptions {
   poolSize?: number | undefined;
   /** How long to wait for a connection before failing with StoreUnavailableError; default 2000 ms. */
   connectTimeoutMs?: number | undefined;
+}
+
+/** pg is loaded only when PostgreSQL is configured, so a SQLite gateway does not carry it in memory. */
+const requireModule = createRequire(import.meta.url);
+let pgModule: typeof PgModule | undefined;
+function loadPg(): typeof PgModule {
+  pgModule ??= requireModule('pg') as typeof PgModule;
+  return pgModule;
 }
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
@@ -37,6 +46,7 @@ export function createPostgresDialect(options: PostgresDialectOptions): Dialect 
     const searchPath = `-c search_path=${options.schema}`;
     url.searchParams.set('options', existing ? `${existing} ${searchPath}` : searchPath);
   }
+  const pg = loadPg();
   const pool = new pg.Pool({
     connectionString: url.toString(),
     max: options.poolSize ?? 10,
@@ -51,7 +61,8 @@ export function createPostgresDialect(options: PostgresDialectOptions): Dialect 
   return guardDialect(new PostgresDialect({ pool }), isPostgresUnavailable);
 }
 
-const parserFor: typeof pg.types.getTypeParser = (oid, format) => {
+const parserFor: typeof PgModule.types.getTypeParser = (oid, format) => {
+  const pg = loadPg();
   if (oid === pg.types.builtins.INT8 && format !== 'binary') return (value: string) => Number(value);
   const parser: unknown = pg.types.getTypeParser(oid, format);
   return parser;
