@@ -8,7 +8,7 @@ export interface Spawned {
   child: ChildProcess;
   stdout: string[];
   stderr: string[];
-  /** Resolves with the base URL once the "listening" log line appears. */
+  /** Resolves with the base URL once the "listening" log line (or the stderr banner) appears. */
   ready: Promise<string>;
   /** Resolves with the exit code (or signal name). */
   exited: Promise<number | string>;
@@ -77,6 +77,9 @@ export function spawnGateway(args: string[], env: NodeJS.ProcessEnv = {}): Spawn
   child.stderr.on(
     'data',
     split(stderr, (line) => {
+      // The banner on stderr is printed whatever `logs.level` is (the JSON line is info-level).
+      const banner = /^Gatehouse listening on (\S+) /.exec(line);
+      if (banner?.[1]) resolveReady(banner[1]);
       for (const waiter of [...stderrWaiters]) {
         if (waiter.pattern.test(line)) {
           stderrWaiters.splice(stderrWaiters.indexOf(waiter), 1);
