@@ -14,7 +14,7 @@ import { createTokenBook } from './security/tokens.js';
 import { openStore, type Store } from './store/index.js';
 import { errors } from './http/errors.js';
 import { createProvider, type ModelProvider } from './runtime/providers/index.js';
-import { ToolRegistry } from './runtime/tools.js';
+import { ToolRegistry, type AgentTool } from './runtime/tools.js';
 import { judgeIdentity } from './security/identity.js';
 import { countSessions } from './sessions/sessions.repo.js';
 import { sessionRoutes } from './sessions/sessions.routes.js';
@@ -61,6 +61,8 @@ export interface GatewayOptions {
   provider?: ModelProvider;
   /** Test overrides for bounds that are impractical to reach in a test. */
   limits?: { idempotencyCeiling?: number; maxQueued?: number };
+  /** Extra agent tools registered after the built-in ones (tests, embedding). */
+  tools?: AgentTool[];
 }
 
 /**
@@ -113,6 +115,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let draining = false;
   const provider = options.provider ?? createProvider(config.provider);
   const tools = new ToolRegistry();
+  for (const tool of options.tools ?? []) tools.register(tool);
   const messages = createMessagePath({
     config,
     store,

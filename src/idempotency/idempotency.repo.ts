@@ -107,6 +107,19 @@ export async function setIdempotencyExpiry(ex: Executor, eventId: string, expire
   return Number(result.numUpdatedRows);
 }
 
+/**
+ * Points the record of `(scope, key)` at another event (a key reused after its
+ * earlier record expired: the derived event id is already in the ledger).
+ */
+export async function setIdempotencyEventId(ex: Executor, scope: string, key: string, eventId: string): Promise<void> {
+  await ex
+    .updateTable('idempotency_records')
+    .set({ event_id: eventId })
+    .where('scope', '=', scope)
+    .where('key', '=', key)
+    .execute();
+}
+
 /** Records not expired at `now` (the ceiling check). */
 export async function countUnexpired(ex: Executor, now: string): Promise<number> {
   const row = await ex

@@ -165,6 +165,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
             afterSeq: 0,
             types: MESSAGE_STREAM_TYPES,
             withIds: false,
+            endOnPause: true,
           });
           return HANDLED;
         }

@@ -19,13 +19,31 @@ export type UnavailableTest = (error: unknown) => boolean;
  * connection always counts; query errors count when `isUnavailable` says so.
  * Everything else passes through untouched.
  */
+/** Drivers created from a guarded dialect, so the store can close them without Kysely's own destroy. */
+const driversOf = new WeakMap<Dialect, GuardedDriver[]>();
+
+/**
+ * Closes the connections of a guarded dialect. Unlike `Kysely.destroy()`,
+ * later queries then fail with StoreUnavailableError ("store closed") — a
+ * 503 for the caller — instead of Kysely's plain "driver destroyed" error.
+ */
+export async function closeGuardedDialect(dialect: Dialect): Promise<void> {
+  for (const driver of driversOf.get(dialect) ?? []) await driver.destroy();
+}
+
 export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): Dialect {
-  return {
-    createDriver: () => new GuardedDriver(dialect.createDriver(), isUnavailable),
+  const guarded: Dialect = {
+    createDriver: () => {
+      const driver = new GuardedDriver(dialect.createDriver(), isUnavailable);
+      driversOf.get(guarded)?.push(driver);
+      return driver;
+    },
     createQueryCompiler: () => dialect.createQueryCompiler(),
     createAdapter: () => dialect.createAdapter(),
     createIntrospector: (db) => dialect.createIntrospector(db),
   };
+  driversOf.set(guarded, []);
+  return guarded;
 }
 
 function toUnavailable(error: unknown): StoreUnavailableError {
@@ -62,6 +80,8 @@ function unwrap(connection: DatabaseConnection): DatabaseConnection {
 
 class GuardedDriver implements Driver {
   private readonly map: (error: unknown) => unknown;
+  private closed = false;
+  private destroying: Promise<void> | undefined;
 
   constructor(
     private readonly inner: Driver,
@@ -83,6 +103,7 @@ class GuardedDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    if (this.closed) throw new StoreUnavailableError('store closed');
     try {
       return new GuardedConnection(await this.inner.acquireConnection(), this.map);
     } catch (error) {
@@ -135,6 +156,10 @@ class GuardedDriver implements Driver {
   }
 
   destroy(): Promise<void> {
-    return this.inner.destroy();
+    this.destroying ??= (async () => {
+      this.closed = true;
+      await this.inner.destroy();
+    })();
+    return this.destroying;
   }
 }

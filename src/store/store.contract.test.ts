@@ -136,6 +136,8 @@ describeBackends('store contract', (backend) => {
       await t.store.close();
       await expect(t.store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
       await expect(t.store.writer.run(async () => 1)).rejects.toThrow(StoreUnavailableError);
+      // Reads through `db` too: a closed store is "unavailable" (503), never a plain Error (500).
+      await expect(getMeta(t.store.db, 'x')).rejects.toBeInstanceOf(StoreUnavailableError);
     });
 
     it('close waits for queued writes, then rejects new ones; the writes survive reopening', async () => {

@@ -1,8 +1,9 @@
-import { Kysely, sql } from 'kysely';
+import { type Dialect, Kysely, sql } from 'kysely';
 import { type Clock, isoTime, systemClock } from '../lib/clock.js';
 import type { Database } from './database.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
 import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
+import { closeGuardedDialect } from './guarded-dialect.js';
 import { migrate } from './migrate.js';
 import { createPostgresDialect, ensurePostgresSchema } from './postgres/dialect.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
@@ -56,15 +57,13 @@ const PING_TIMEOUT_MS = 2000;
  */
 export function createStore(options: StoreOptions): Store {
   switch (options.driver) {
-    case 'sqlite':
-      return new KyselyStore(
-        'sqlite',
-        new Kysely<Database>({ dialect: createSqliteDialect(options.dataDir) }),
-        options,
-      );
+    case 'sqlite': {
+      const dialect = createSqliteDialect(options.dataDir);
+      return new KyselyStore('sqlite', new Kysely<Database>({ dialect }), dialect, options);
+    }
     case 'postgres': {
       const dialect = createPostgresDialect({ url: options.url, schema: options.schema, poolSize: options.poolSize });
-      return new KyselyStore('postgres', new Kysely<Database>({ dialect }), options);
+      return new KyselyStore('postgres', new Kysely<Database>({ dialect }), dialect, options);
     }
     default: {
       const driver: never = options.driver;
@@ -108,6 +107,7 @@ class KyselyStore implements Store {
   constructor(
     readonly driver: StoreDriver,
     readonly db: Kysely<Database>,
+    private readonly dialect: Dialect,
     options: StoreOptions,
   ) {
     this.writer = new GroupCommit(db, options.writer);
@@ -132,7 +132,8 @@ class KyselyStore implements Store {
   }
 
   close(): Promise<void> {
-    this.#closing ??= this.writer.close().then(() => this.db.destroy());
+    // Not `db.destroy()`: queries after close must fail as StoreUnavailableError (503), not a plain Error.
+    this.#closing ??= this.writer.close().then(() => closeGuardedDialect(this.dialect));
     return this.#closing;
   }
 }

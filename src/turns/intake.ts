@@ -7,7 +7,12 @@ import {
   type IdempotencyCache,
   type IdempotencyLedgerGauge,
 } from '../idempotency/idempotency.service.js';
-import { claimIdempotencyKey } from '../idempotency/idempotency.repo.js';
+import {
+  claimIdempotencyKey,
+  getIdempotencyRecord,
+  setIdempotencyEventId,
+  type IdempotencyRecord,
+} from '../idempotency/idempotency.repo.js';
 import { ensureSession } from '../sessions/sessions.repo.js';
 import type { Store } from '../store/index.js';
 import type { InboundPayload } from './turn-runner.js';
@@ -64,12 +69,20 @@ export class Intake {
         return { replay: true, eventId: hit.eventId, sessionKey: hit.sessionKey, originalWait: hit.wait };
       }
     }
-    if (!queue.hasRoom()) throw errors.unavailable('too many messages queued; retry later');
-    if (idem) gauge.assertRoom();
+    try {
+      if (!queue.hasRoom()) throw errors.unavailable('too many messages queued; retry later');
+      if (idem) gauge.assertRoom();
+    } catch (err) {
+      // A retry creates nothing: answer it from the store even at the bounds (cold cache, e.g. after a restart).
+      const existing = idem ? await getIdempotencyRecord(store.db, idem.scope, idem.key, isoTime(nowMs)) : null;
+      if (!existing) throw err;
+      return this.replay(idem!, existing);
+    }
 
     const now = isoTime(nowMs);
-    const eventId = idem ? deriveEventId(idem.scope, idem.key) : this.options.ids.next('evt');
+    const derivedId = idem ? deriveEventId(idem.scope, idem.key) : this.options.ids.next('evt');
     const outcome = await store.writer.run(async (trx) => {
+      let eventId = derivedId;
       if (idem) {
         const claim = await claimIdempotencyKey(trx, {
           scope: idem.scope,
@@ -85,29 +98,28 @@ export class Intake {
         if (!claim.created) return { created: false as const, existing: claim.existing };
       }
       const session = await ensureSession(trx, { key: input.sessionKey, channel: input.payload.channel, now });
-      const turn = await insertTurn(trx, {
-        eventId,
-        sessionKey: input.sessionKey,
-        contextEpoch: session.contextEpoch,
-        payload: input.payload,
-        owner: this.options.owner,
-        now,
-      });
-      return { created: true as const, inserted: turn.inserted };
+      const insert = () =>
+        insertTurn(trx, {
+          eventId,
+          sessionKey: input.sessionKey,
+          contextEpoch: session.contextEpoch,
+          payload: input.payload,
+          owner: this.options.owner,
+          now,
+        });
+      let turn = await insert();
+      if (idem && !turn.inserted) {
+        // The claim created a record, yet the derived id is in the ledger: an earlier life of this key
+        // (its record expired) used it. This is a new event: give it its own id.
+        eventId = this.options.ids.next('evt');
+        await setIdempotencyEventId(trx, idem.scope, idem.key, eventId);
+        turn = await insert();
+      }
+      return { created: true as const, inserted: turn.inserted, eventId };
     });
 
-    if (!outcome.created) {
-      const existing = outcome.existing;
-      if (existing.fingerprint !== idem!.fingerprint) throw new IdempotencyConflictError();
-      cache.set(idem!.scope, idem!.key, {
-        fingerprint: existing.fingerprint,
-        eventId: existing.eventId,
-        sessionKey: existing.sessionKey,
-        wait: existing.wait,
-        staleAfter: Date.parse(existing.createdAt) + TTL_MS,
-      });
-      return { replay: true, eventId: existing.eventId, sessionKey: existing.sessionKey, originalWait: existing.wait };
-    }
+    if (!outcome.created) return this.replay(idem!, outcome.existing);
+    const eventId = outcome.eventId;
     if (idem) {
       gauge.added();
       cache.set(idem.scope, idem.key, {
@@ -122,5 +134,18 @@ export class Intake {
     // first, start-up recovery finds it `accepted` and runs it — it is never lost.
     if (outcome.inserted) queue.enqueue(input.sessionKey, { kind: 'turn', eventId }, { force: true });
     return { replay: false, eventId, sessionKey: input.sessionKey };
+  }
+
+  /** The answer to a retry whose record is in the store: 409 for changed content, else the original event. */
+  private replay(idem: NonNullable<SubmitInput['idempotency']>, existing: IdempotencyRecord): SubmitResult {
+    if (existing.fingerprint !== idem.fingerprint) throw new IdempotencyConflictError();
+    this.options.cache.set(idem.scope, idem.key, {
+      fingerprint: existing.fingerprint,
+      eventId: existing.eventId,
+      sessionKey: existing.sessionKey,
+      wait: existing.wait,
+      staleAfter: Date.parse(existing.createdAt) + TTL_MS,
+    });
+    return { replay: true, eventId: existing.eventId, sessionKey: existing.sessionKey, originalWait: existing.wait };
   }
 }

@@ -148,10 +148,13 @@ export class TurnQueue {
     lane.running = false;
     this.active--;
     if (result === 'blocked') {
-      // Put it back first in line; it runs once the paused turn is resolved.
-      lane.jobs.unshift(job);
+      // Put it back in line; it runs once the paused turn is resolved. If that was resolved while this
+      // job ran (a resume job is already waiting first), the lane is not blocked: the resume runs first.
+      let at = 0;
+      while (at < lane.jobs.length && lane.jobs[at]!.kind === 'resume') at++;
+      lane.jobs.splice(at, 0, job);
       this.queued++;
-      lane.blocked = true;
+      lane.blocked = at === 0;
     }
     if (lane.jobs.length === 0 && !lane.blocked) this.lanes.delete(sessionKey);
     else this.markReady(sessionKey, lane);

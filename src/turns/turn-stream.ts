@@ -5,16 +5,22 @@ import type { TurnEvent, TurnEventHub, TurnEventType } from './turn-events.js';
 import { getTurn, isTerminalStatus } from './turns.repo.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
 
+/** Statuses a turn pauses in (its stream may end there: see `endOnPause`). */
+const PAUSED: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
+
 /**
  * Streams a turn's events as SSE: replays what is stored after `afterSeq`,
  * then follows live events until `done` or `error`. Subscribing before the
  * replay (and flushing pending writes) means no event falls in between.
+ * With `endOnPause` (the reply stream of one message) a turn that pauses in
+ * `waiting_approval`/`waiting_clarification` ends the stream with `done`
+ * carrying the waiting Message, as the JSON answer does.
  */
 export async function streamTurnEvents(
   ctx: RequestContext,
   deps: { hub: TurnEventHub; store: Store },
   eventId: string,
-  options: { afterSeq: number; types?: ReadonlySet<TurnEventType>; withIds: boolean },
+  options: { afterSeq: number; types?: ReadonlySet<TurnEventType>; withIds: boolean; endOnPause?: boolean },
 ): Promise<void> {
   const { hub, store } = deps;
   const sse = openSse(ctx);
@@ -24,6 +30,11 @@ export async function streamTurnEvents(
   const send = (event: TurnEvent): void => {
     if (sse.closed || event.seq <= lastSent) return;
     lastSent = event.seq;
+    if (live && options.endOnPause && event.type === 'status' && PAUSED.has(String(event.data.status))) {
+      sse.send('done', event.data, options.withIds ? event.seq : undefined);
+      sse.close();
+      return;
+    }
     if (!options.types || options.types.has(event.type)) {
       sse.send(event.type, event.data, options.withIds ? event.seq : undefined);
     }
@@ -40,9 +51,11 @@ export async function streamTurnEvents(
     live = true;
     for (const event of buffered.splice(0)) send(event);
     if (sse.closed) return;
-    // A turn that ended without a stored final event (e.g. before events were kept) still ends the stream.
+    // A turn that ended without a stored final event (e.g. before events were kept) still ends the stream;
+    // so does a reply stream whose turn is paused now (its pause event was replayed above).
     const turn = await getTurn(store.db, eventId);
-    if (turn && isTerminalStatus(turn.status) && !sse.closed) {
+    const ended = turn && (isTerminalStatus(turn.status) || (options.endOnPause && PAUSED.has(turn.status)));
+    if (turn && ended && !sse.closed) {
       const message = turnOutcomeMessage(turn);
       sse.send('done', { status: turn.status, message });
       sse.close();

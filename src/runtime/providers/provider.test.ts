@@ -3,7 +3,7 @@ import { defaultConfig } from '../../config/config.schema.js';
 import { AnthropicProvider } from './anthropic-provider.js';
 import { EchoProvider } from './echo-provider.js';
 import { OpenAIProvider } from './openai-provider.js';
-import type { LazyProvider} from './provider.js';
+import type { LazyProvider } from './provider.js';
 import { createProvider, ProviderError, type ProviderConfig } from './provider.js';
 
 function config(overrides: Partial<ProviderConfig> = {}): ProviderConfig {

@@ -1,0 +1,305 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { AgentTool } from '../../src/runtime/tools.js';
+import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
+import {
+  adminHeaders,
+  apiHeaders,
+  deferred,
+  ISO_MS,
+  msg,
+  parseSse,
+  recordingTool,
+  startHarness,
+  type Harness,
+  type HarnessOptions,
+} from './harness.js';
+
+interface TurnView {
+  event_id: string;
+  session_key: string;
+  status: string;
+  current_tool: string | null;
+  response: string | null;
+  termination_reason: string | null;
+  context_epoch: number;
+  accepted_at: string;
+  started_at: string | null;
+  finished_at: string | null;
+  updated_at: string;
+}
+
+const enc = encodeURIComponent;
+
+describe('turn ledger API', () => {
+  let fake: FakeOpenAI;
+  let current: Harness | undefined;
+  const open = async (options: HarnessOptions = {}) => (current = await startHarness({ fake, ...options }));
+  beforeEach(async () => {
+    fake = await startFakeOpenAI();
+  });
+  afterEach(async () => {
+    await current?.close();
+    current = undefined;
+    await fake.close();
+  });
+
+  const waited = async (h: Harness, text: string, chat = 'c1') => {
+    const res = await h.message(msg(text, chat, { wait: true }));
+    expect(res.statusCode).toBe(200);
+    return res.json<{ event_id: string }>().event_id;
+  };
+  const events = (h: Harness, eventId: string, headers: Record<string, string> = {}) =>
+    h.inject({ method: 'GET', url: `/api/v1/turns/${eventId}/events`, headers: { ...apiHeaders, ...headers } });
+
+  describe('happy', () => {
+    it('GET /turns/{id} answers the record with every field, timestamps ISO with ms', async () => {
+      const h = await open();
+      const eventId = await waited(h, 'hello');
+      const res = await h.adminGet(`/api/v1/turns/${eventId}`);
+      expect(res.statusCode).toBe(200);
+      const turn = res.json<TurnView>();
+      expect(Object.keys(turn).sort()).toEqual(
+        [
+          'event_id',
+          'session_key',
+          'status',
+          'current_tool',
+          'response',
+          'termination_reason',
+          'context_epoch',
+          'accepted_at',
+          'started_at',
+          'finished_at',
+          'updated_at',
+        ].sort(),
+      );
+      expect(turn).toMatchObject({
+        event_id: eventId,
+        session_key: 'gateway:api:c1',
+        status: 'completed',
+        current_tool: null,
+        response: 'fake: hello',
+        termination_reason: 'completed',
+        context_epoch: 0,
+      });
+      expect(Number.isInteger(turn.context_epoch)).toBe(true);
+      for (const field of ['accepted_at', 'started_at', 'finished_at', 'updated_at'] as const) {
+        expect(turn[field]).toMatch(ISO_MS);
+      }
+      expect(turn.accepted_at <= turn.started_at!).toBe(true);
+      expect(turn.started_at! <= turn.finished_at!).toBe(true);
+      expect(turn.finished_at).toBe(turn.updated_at);
+    });
+
+    it('GET /sessions/{key}/turns lists newest first; limit picks the newest; default 20', async () => {
+      const h = await open({ fake: undefined });
+      const ids: string[] = [];
+      for (let i = 0; i < 22; i++) {
+        const res = await h.message(msg(`m${i}`, 'many'));
+        expect(res.statusCode).toBe(202);
+        ids.push(res.json<{ event_id: string }>().event_id);
+      }
+      await h.gateway.messages.waiters.wait(ids.at(-1)!, 10_000);
+      const url = `/api/v1/sessions/${enc('gateway:api:many')}/turns`;
+      const all = (await h.adminGet(url)).json<{ items: TurnView[] }>();
+      expect(Object.keys(all)).toEqual(['items']);
+      expect(all.items.map((t) => t.event_id)).toEqual([...ids].reverse().slice(0, 20));
+      const two = (await h.adminGet(`${url}?limit=2`)).json<{ items: TurnView[] }>();
+      expect(two.items.map((t) => t.event_id)).toEqual([ids[21], ids[20]]);
+      const max = (await h.adminGet(`${url}?limit=100`)).json<{ items: TurnView[] }>();
+      expect(max.items).toHaveLength(22);
+      expect(max.items.every((t) => t.status === 'completed')).toBe(true);
+    });
+
+    it('GET /turns/{id}/events replays a finished turn: ids 1..n, named events, ending with done', async () => {
+      const h = await open();
+      fake.enqueue({ content: 'abcdef', chunks: 3 });
+      const eventId = await waited(h, 'go');
+      const res = await events(h, eventId);
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toContain('text/event-stream');
+      const list = parseSse(res.body);
+      expect(list.map((e) => e.id)).toEqual(list.map((_, i) => String(i + 1)));
+      expect(list.map((e) => e.event)).toEqual(['status', 'delta', 'delta', 'delta', 'done']);
+      expect(list[0]!.data).toEqual({ status: 'running' });
+      expect(list.at(-1)!.data).toMatchObject({
+        status: 'completed',
+        message: { content: 'abcdef', event_id: eventId },
+      });
+    });
+
+    it('Last-Event-ID resumes after what was seen', async () => {
+      const h = await open();
+      fake.enqueue({ content: 'abcdef', chunks: 3 });
+      const eventId = await waited(h, 'go');
+      const res = await events(h, eventId, { 'last-event-id': '2' });
+      const list = parseSse(res.body);
+      expect(list.map((e) => [e.id, e.event])).toEqual([
+        ['3', 'delta'],
+        ['4', 'delta'],
+        ['5', 'done'],
+      ]);
+    });
+
+    it('follows a running turn live to its end', async () => {
+      const gate = deferred();
+      const entered = deferred();
+      const tool = recordingTool('slow_step', async () => {
+        entered.resolve();
+        await gate.promise;
+        return { done: true };
+      });
+      const h = await open({ tools: [tool] });
+      fake.enqueue({ tool_calls: [{ name: 'slow_step', arguments: {} }] }, { content: 'finished', chunks: 2 });
+      const ack = await h.message(msg('work', 'live'));
+      const eventId = ack.json<{ event_id: string }>().event_id;
+      await entered.promise;
+      const running = (await h.adminGet(`/api/v1/turns/${eventId}`)).json<TurnView>();
+      expect(running).toMatchObject({ status: 'running', current_tool: 'slow_step', finished_at: null });
+
+      const following = events(h, eventId);
+      await vi.waitFor(() => expect(h.gateway.messages.hub.listenerCount()).toBeGreaterThan(0));
+      gate.resolve();
+      const res = await following;
+      const list = parseSse(res.body);
+      expect(list.map((e) => e.event)).toEqual(['status', 'tool_call', 'tool_result', 'delta', 'delta', 'done']);
+      expect(list.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6']);
+      expect(list[2]!.data).toMatchObject({ name: 'slow_step', result: { done: true } });
+      expect(list.at(-1)!.data).toMatchObject({ status: 'completed', message: { content: 'finished' } });
+    });
+
+    it('follows an accepted turn from before it starts', async () => {
+      const gate = deferred();
+      const entered = deferred();
+      const tool = recordingTool('slow_step', async () => {
+        entered.resolve();
+        await gate.promise;
+        return 'ok';
+      });
+      const h = await open({ tools: [tool] });
+      fake.enqueue({ tool_calls: [{ name: 'slow_step', arguments: {} }] }, { content: 'first done' });
+      expect((await h.message(msg('first', 'queue'))).statusCode).toBe(202);
+      await entered.promise;
+      const second = (await h.message(msg('second', 'queue'))).json<{ event_id: string }>().event_id;
+      expect((await h.adminGet(`/api/v1/turns/${second}`)).json<TurnView>().status).toBe('accepted');
+      const following = events(h, second);
+      await vi.waitFor(() => expect(h.gateway.messages.hub.listenerCount()).toBeGreaterThan(0));
+      gate.resolve();
+      const list = parseSse((await following).body);
+      expect(list.map((e) => e.event)).toEqual(['status', 'delta', 'delta', 'delta', 'done']);
+      expect(list.at(-1)!.data).toMatchObject({ message: { content: 'fake: second', event_id: second } });
+    });
+
+    it('a restart interrupts the running turn (shutdown) and runs the accepted ones', async () => {
+      const entered = deferred();
+      const stuck: AgentTool = {
+        spec: { name: 'stuck', description: 'waits until interrupted', parameters: { type: 'object' } },
+        run: (_args, ctx) =>
+          new Promise((_resolve, reject) => {
+            entered.resolve();
+            ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+          }),
+      };
+      const h = await open({ tools: [stuck] });
+      fake.enqueue({ tool_calls: [{ name: 'stuck', arguments: {} }] });
+      const running = await h.message(msg('first', 'restart', { wait: true, timeout_seconds: 1 }), {
+        'Idempotency-Key': 'k-running',
+      });
+      expect(running.statusCode).toBe(504);
+      await entered.promise;
+      const runningId = running.json<{ error: { details: { event_id: string } } }>().error.details.event_id;
+      const queued = (await h.message(msg('second', 'restart'))).json<{ event_id: string }>().event_id;
+      expect((await h.adminGet(`/api/v1/turns/${queued}`)).json<TurnView>().status).toBe('accepted');
+
+      await h.restart(0);
+
+      const done = await h.gateway.messages.waiters.wait(queued, 5_000);
+      expect(done?.status).toBe('completed');
+      expect(done?.response).toBe('fake: second');
+      expect((await h.adminGet(`/api/v1/turns/${runningId}`)).json<TurnView>()).toMatchObject({
+        status: 'interrupted',
+        termination_reason: 'shutdown',
+      });
+      // Interrupted is a final state a keyed retry replays with 200 (spec: retryable).
+      const retry = await h.message(msg('first', 'restart', { wait: true }), { 'Idempotency-Key': 'k-running' });
+      expect(retry.statusCode).toBe(200);
+      expect(retry.json()).toMatchObject({ status: 'interrupted', event_id: runningId });
+    });
+  });
+
+  describe('errors', () => {
+    it.each(['0', '101', 'ten'])('GET /sessions/{key}/turns?limit=%s → 400', async (limit) => {
+      const h = await open();
+      const res = await h.adminGet(`/api/v1/sessions/${enc('gateway:api:c1')}/turns?limit=${limit}`);
+      expect(res.statusCode).toBe(400);
+      expect(res.json<{ error: { code: string } }>().error.code).toBe('BAD_REQUEST');
+    });
+
+    it('an unknown turn → 404 on the record, its events, approve and deny', async () => {
+      const h = await open();
+      const responses = [
+        await h.adminGet('/api/v1/turns/evt_unknown'),
+        await events(h, 'evt_unknown'),
+        await h.inject({ method: 'POST', url: '/api/v1/turns/evt_unknown/approve', headers: adminHeaders }),
+        await h.inject({ method: 'POST', url: '/api/v1/turns/evt_unknown/deny', headers: adminHeaders }),
+      ];
+      for (const res of responses) {
+        expect(res.statusCode).toBe(404);
+        expect(res.json<{ error: { code: string } }>().error.code).toBe('NOT_FOUND');
+      }
+    });
+
+    it('an unknown session has no turns', async () => {
+      const h = await open();
+      const res = await h.adminGet(`/api/v1/sessions/${enc('gateway:api:none')}/turns`);
+      expect(res.statusCode).toBe(200);
+      expect(res.json()).toEqual({ items: [] });
+    });
+
+    it('a malformed Last-Event-ID → 400', async () => {
+      const h = await open();
+      const eventId = await waited(h, 'x');
+      expect((await events(h, eventId, { 'last-event-id': 'abc' })).statusCode).toBe(400);
+      expect((await events(h, eventId, { 'last-event-id': '-1' })).statusCode).toBe(400);
+    });
+
+    // spec: both ledger reads return 503 when the ledger is unavailable.
+    it('the ledger answers 503 when the store is unavailable', async () => {
+      const h = await open();
+      const eventId = await waited(h, 'x');
+      await h.gateway.store.close();
+      const res = await h.adminGet(`/api/v1/turns/${eventId}`);
+      expect(res.statusCode).toBe(503);
+      expect(res.json<{ error: { code: string } }>().error.code).toBe('UNAVAILABLE');
+      const list = await h.adminGet(`/api/v1/sessions/${enc('gateway:api:c1')}/turns`);
+      expect(list.statusCode).toBe(503);
+    });
+  });
+
+  describe('security', () => {
+    it('the ledger reads and approvals are admin: an api token → 403, none → 401', async () => {
+      const h = await open();
+      const eventId = await waited(h, 'x');
+      const urls = [
+        { method: 'GET' as const, url: `/api/v1/turns/${eventId}` },
+        { method: 'GET' as const, url: `/api/v1/sessions/${enc('gateway:api:c1')}/turns` },
+        { method: 'POST' as const, url: `/api/v1/turns/${eventId}/approve` },
+        { method: 'POST' as const, url: `/api/v1/turns/${eventId}/deny` },
+      ];
+      for (const request of urls) {
+        const api = await h.inject({ ...request, headers: apiHeaders });
+        expect(api.statusCode, `${request.method} ${request.url}`).toBe(403);
+        expect(api.json<{ error: { code: string } }>().error.code).toBe('FORBIDDEN');
+        const none = await h.inject(request);
+        expect(none.statusCode).toBe(401);
+      }
+    });
+
+    it('the events stream needs a token', async () => {
+      const h = await open();
+      const eventId = await waited(h, 'x');
+      const res = await h.inject({ method: 'GET', url: `/api/v1/turns/${eventId}/events` });
+      expect(res.statusCode).toBe(401);
+    });
+  });
+});
