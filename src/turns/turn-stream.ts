@@ -2,6 +2,7 @@ import type { RequestContext } from '../http/route.js';
 import { openSse } from '../http/sse.js';
 import type { Store } from '../store/index.js';
 import type { TurnEvent, TurnEventHub, TurnEventType } from './turn-events.js';
+import { lastTurnEventSeq } from './turn-events.repo.js';
 import { getTurn, isTerminalStatus } from './turns.repo.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
 
@@ -56,13 +57,15 @@ export async function streamTurnEvents(
     const turn = await getTurn(store.db, eventId);
     const ended = turn && (isTerminalStatus(turn.status) || (options.endOnPause && PAUSED.has(turn.status)));
     if (turn && ended && !sse.closed) {
-      const message = turnOutcomeMessage(turn);
-      sse.send('done', { status: turn.status, message });
+      // A client resuming after the last stored event has seen the end already: just close.
+      const lastSeq = await lastTurnEventSeq(store.db, eventId);
+      if (!(lastSeq > 0 && lastSeq <= options.afterSeq)) {
+        sse.send('done', { status: turn.status, message: turnOutcomeMessage(turn) });
+      }
       sse.close();
     }
-  } catch (err) {
+  } catch {
     sse.send('error', { error: { code: 'UNAVAILABLE', message: 'storage unavailable' } });
     sse.close();
-    void err;
   }
 }

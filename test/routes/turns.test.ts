@@ -139,6 +139,10 @@ describe('turn ledger API', () => {
         ['4', 'delta'],
         ['5', 'done'],
       ]);
+      // Resuming after the final event: nothing more to say, the stream just ends.
+      const after = await events(h, eventId, { 'last-event-id': '5' });
+      expect(after.statusCode).toBe(200);
+      expect(parseSse(after.body)).toEqual([]);
     });
 
     it('follows a running turn live to its end', async () => {
