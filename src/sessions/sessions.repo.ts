@@ -83,6 +83,9 @@ export async function ensureSession(
   ex: Executor,
   input: { key: string; channel: string; metadata?: Record<string, unknown>; now: string },
 ): Promise<SessionRecord> {
+  // The common case — a live session — costs one read.
+  const existing = await getSession(ex, input.key);
+  if (existing) return existing;
   const metadata = JSON.stringify(input.metadata ?? {});
   for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
     const inserted = await ex

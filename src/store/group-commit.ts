@@ -17,6 +17,12 @@ export interface GroupCommitOptions {
   maxBatch?: number;
   /** Most ops waiting for a batch; beyond it `run` rejects with StoreUnavailableError. Default 10000. */
   maxQueue?: number;
+  /**
+   * Makes committed batches durable (SQLite: fsync of the WAL, off the event
+   * loop). A batch's promises resolve only after it resolves; the next batch
+   * may commit meanwhile. Absent: the commit itself is durable (PostgreSQL).
+   */
+  durable?: () => Promise<void>;
 }
 
 /** Counters since construction, for tests and benchmarks. */
@@ -34,6 +40,8 @@ export interface GroupCommitStats {
   /** Ops waiting for a batch right now. */
   queued: number;
 }
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 interface Pending<DB> {
   op: WriteOp<unknown, DB>;
@@ -58,6 +66,9 @@ export class GroupCommit<DB = Database> {
   readonly #db: Kysely<DB>;
   readonly #maxBatch: number;
   readonly #maxQueue: number;
+  readonly #durable: (() => Promise<void>) | undefined;
+  /** Committed batches waiting to be made durable. */
+  readonly #syncing = new Set<Promise<void>>();
   #queue: Pending<DB>[] = [];
   #draining: Promise<void> | null = null;
   #closed = false;
@@ -68,6 +79,7 @@ export class GroupCommit<DB = Database> {
     this.#db = db;
     this.#maxBatch = positive('maxBatch', options.maxBatch ?? 256);
     this.#maxQueue = positive('maxQueue', options.maxQueue ?? 10_000);
+    this.#durable = options.durable;
   }
 
   /**
@@ -101,6 +113,7 @@ export class GroupCommit<DB = Database> {
     this.#closed = true;
     this.#closing ??= (async () => {
       while (this.#draining) await this.#draining;
+      while (this.#syncing.size > 0) await Promise.all([...this.#syncing]);
     })();
     return this.#closing;
   }
@@ -141,28 +154,59 @@ export class GroupCommit<DB = Database> {
       return;
     }
     this.#committed(batch.length);
-    batch.forEach((pending, i) => pending.resolve(results[i]));
+    this.#settleOutcomes(
+      batch,
+      results.map((value) => ({ ok: true, value })),
+    );
   }
 
   async #commitOneByOne(batch: Pending<DB>[]): Promise<void> {
+    const outcomes: Outcome[] = [];
     for (let i = 0; i < batch.length; i++) {
       const pending = batch[i]!;
-      let result: unknown;
       try {
-        result = await this.#db.transaction().execute((trx) => pending.op(trx));
+        outcomes.push({ ok: true, value: await this.#db.transaction().execute((trx) => pending.op(trx)) });
+        this.#committed(1);
       } catch (error) {
         this.#stats.failedTransactions++;
         if (error instanceof StoreUnavailableError) {
-          this.#rejectAll(batch.slice(i), error);
-          return;
+          for (let j = i; j < batch.length; j++) outcomes.push({ ok: false, error });
+          break;
         }
-        this.#stats.opsFailed++;
-        pending.reject(error);
-        continue;
+        outcomes.push({ ok: false, error });
       }
-      this.#committed(1);
-      pending.resolve(result);
     }
+    this.#settleOutcomes(batch, outcomes);
+  }
+
+  /** Settles ops in order; when any committed, all of them wait until the commits are durable. */
+  #settleOutcomes(batch: Pending<DB>[], outcomes: Outcome[]): void {
+    const settle = (durabilityError?: unknown): void => {
+      batch.forEach((pending, i) => {
+        const outcome = outcomes[i]!;
+        if (outcome.ok && durabilityError === undefined) {
+          pending.resolve(outcome.value);
+        } else {
+          this.#stats.opsFailed++;
+          pending.reject(
+            outcome.ok
+              ? new StoreUnavailableError('commit could not be made durable', { cause: durabilityError })
+              : outcome.error,
+          );
+        }
+      });
+    };
+    if (!this.#durable || !outcomes.some((o) => o.ok)) {
+      settle();
+      return;
+    }
+    const tracked: Promise<void> = this.#durable()
+      .then(
+        () => settle(),
+        (error: unknown) => settle(error),
+      )
+      .finally(() => this.#syncing.delete(tracked));
+    this.#syncing.add(tracked);
   }
 
   #committed(ops: number): void {

@@ -7,7 +7,8 @@ import { closeGuardedDialect } from './guarded-dialect.js';
 import { migrate } from './migrate.js';
 import { createPostgresDialect, ensurePostgresSchema } from './postgres/dialect.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
-import { createSqliteDialect } from './sqlite/dialect.js';
+import { createSqliteDialect, sqliteWalPath } from './sqlite/dialect.js';
+import { DurabilityBarrier, fsyncPath } from './durability.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
 
 export { StoreUnavailableError } from './errors.js';
@@ -59,7 +60,12 @@ export function createStore(options: StoreOptions): Store {
   switch (options.driver) {
     case 'sqlite': {
       const dialect = createSqliteDialect(options.dataDir);
-      return new KyselyStore('sqlite', new Kysely<Database>({ dialect }), dialect, options);
+      const wal = sqliteWalPath(options.dataDir);
+      const barrier = new DurabilityBarrier(() => fsyncPath(wal));
+      return new KyselyStore('sqlite', new Kysely<Database>({ dialect }), dialect, {
+        ...options,
+        writer: { ...options.writer, durable: () => barrier.sync() },
+      });
     }
     case 'postgres': {
       const dialect = createPostgresDialect({ url: options.url, schema: options.schema, poolSize: options.poolSize });

@@ -34,9 +34,17 @@ export class TurnEventHub {
 
   constructor(private readonly options: { store: Store; clock: Clock; logger: Logger; maxListenersPerTurn?: number }) {}
 
-  /** Prepares numbering for a turn that starts or resumes running (continues after persisted events). */
-  async open(eventId: string): Promise<void> {
+  /**
+   * Prepares numbering for a turn that starts or resumes running (continues
+   * after persisted events). `fresh`: a turn just claimed from `accepted` has
+   * no events yet, so no read is needed.
+   */
+  async open(eventId: string, options: { fresh?: boolean } = {}): Promise<void> {
     if (this.next.has(eventId)) return;
+    if (options.fresh) {
+      this.next.set(eventId, 1);
+      return;
+    }
     const last = await lastTurnEventSeq(this.options.store.db, eventId);
     if (!this.next.has(eventId)) this.next.set(eventId, last + 1);
   }

@@ -34,7 +34,7 @@ import {
   pauseTurn,
   resumeTurn,
   updateTurnProgress,
-  waitingTurnForSession,
+  waitingTurnsOfSession,
   type TurnRecord,
 } from './turns.repo.js';
 
@@ -162,47 +162,39 @@ export class TurnRunner {
       return 'done';
     }
 
-    const turn = await getTurn(store.db, job.eventId);
-    if (!turn || turn.status !== 'accepted') return 'done';
-    const blocker = await waitingTurnForSession(store.db, sessionKey, 'waiting_approval');
-    if (blocker && blocker.seq < turn.seq) return 'blocked';
-    const claimed = await store.writer.run((trx) =>
-      claimTurn(trx, job.eventId, { owner: this.options.owner, now: this.now() }),
-    );
-    if (!claimed) return 'done';
-    const payload = claimed.payload as InboundPayload;
-    const text = payload.text;
-
-    const command = text.trim().toLowerCase();
-    if (command === '/new' || command === '/status') {
-      await this.runCommand(claimed, command);
-      return 'done';
+    const waiting = await waitingTurnsOfSession(store.db, sessionKey);
+    if (waiting.approval) {
+      // A turn awaiting approval blocks the later turns of its session (ADR 0005).
+      const turn = await getTurn(store.db, job.eventId);
+      if (!turn || turn.status !== 'accepted') return 'done';
+      if (waiting.approval.seq < turn.seq) return 'blocked';
     }
-
-    const waiting = await waitingTurnForSession(store.db, sessionKey, 'waiting_clarification');
-    if (waiting && waiting.eventId !== claimed.eventId) {
-      // The session's next message answers the question and resumes that turn (DECISIONS §5).
-      const resumed = await store.writer.run((trx) =>
-        resumeTurn(trx, waiting.eventId, { from: 'waiting_clarification', owner: this.options.owner, now: this.now() }),
-      );
-      if (resumed) {
-        await this.execute(claimed, [claimed.eventId, waiting.eventId], {
-          pending: (resumed.pending ?? waiting.pending) as PendingState,
-          resolution: { type: 'answer', text },
-        });
-        return 'done';
-      }
-    }
-
     const now = this.now();
-    await store.writer.run(async (trx) => {
+    const userMessageId = this.options.ids.next('msg');
+    // Claim, and store the user's message, in one transaction.
+    const step = await store.writer.run(async (trx) => {
+      const claimed = await claimTurn(trx, job.eventId, { owner: this.options.owner, now });
+      if (!claimed) return null;
+      const payload = claimed.payload as InboundPayload;
+      const command = payload.text.trim().toLowerCase();
+      if (command === '/new' || command === '/status') return { kind: 'command', claimed, command } as const;
+      const clarification = waiting.clarification;
+      if (clarification && clarification.eventId !== claimed.eventId) {
+        // The session's next message answers the question and resumes that turn (DECISIONS §5).
+        const resumed = await resumeTurn(trx, clarification.eventId, {
+          from: 'waiting_clarification',
+          owner: this.options.owner,
+          now,
+        });
+        if (resumed) return { kind: 'answer', claimed, resumed, pending: clarification.pending } as const;
+      }
       const session = await ensureSession(trx, { key: sessionKey, channel: payload.channel, now });
       await appendMessage(trx, {
-        id: this.options.ids.next('msg'),
+        id: userMessageId,
         sessionKey,
         contextEpoch: session.contextEpoch,
         role: 'user',
-        content: text,
+        content: payload.text,
         toolCalls: null,
         toolCallId: null,
         name: null,
@@ -210,8 +202,20 @@ export class TurnRunner {
         createdAt: now,
       });
       await touchSession(trx, sessionKey, { now, messagesAdded: 1 });
+      return { kind: 'message', claimed, epoch: session.contextEpoch } as const;
     });
-    await this.execute(claimed, [claimed.eventId]);
+    if (!step) return 'done';
+    if (step.kind === 'command') {
+      await this.runCommand(step.claimed, step.command);
+    } else if (step.kind === 'answer') {
+      const text = (step.claimed.payload as InboundPayload).text;
+      await this.execute(step.claimed, [step.claimed.eventId, step.resumed.eventId], {
+        pending: (step.resumed.pending ?? step.pending) as PendingState,
+        resolution: { type: 'answer', text },
+      });
+    } else {
+      await this.execute(step.claimed, [step.claimed.eventId], undefined, step.epoch);
+    }
     return 'done';
   }
 
@@ -259,6 +263,7 @@ export class TurnRunner {
     turn: TurnRecord,
     eventIds: string[],
     resume?: { pending: PendingState; resolution: Resolution },
+    knownEpoch?: number,
   ): Promise<void> {
     const { store, hub, logger } = this.options;
     const primary = eventIds[0]!;
@@ -266,10 +271,10 @@ export class TurnRunner {
     const controller = new AbortController();
     for (const id of eventIds) this.running.set(id, controller);
     try {
-      for (const id of eventIds) await hub.open(id);
+      // A turn claimed just now has no events yet; a resumed one continues its numbering.
+      for (const id of eventIds) await hub.open(id, { fresh: !resume && id === primary });
       for (const id of eventIds) hub.publish(id, 'status', { status: 'running' });
-      const session = await getSession(store.db, sessionKey);
-      const epoch = session?.contextEpoch ?? turn.contextEpoch;
+      const epoch = knownEpoch ?? (await getSession(store.db, sessionKey))?.contextEpoch ?? turn.contextEpoch;
       const emit: AgentPorts['emit'] = (type, data) => {
         for (const id of eventIds) hub.publish(id, type, data);
       };

@@ -326,6 +326,25 @@ export async function waitingTurnForSession(
   return row ? toTurn(row) : null;
 }
 
+/** The oldest turn of the session in each waiting status (one query; the hot path asks before every claim). */
+export async function waitingTurnsOfSession(
+  ex: Executor,
+  sessionKey: string,
+): Promise<{ approval: TurnRecord | null; clarification: TurnRecord | null }> {
+  const rows = await ex
+    .selectFrom('turns')
+    .selectAll()
+    .where('session_key', '=', sessionKey)
+    .where('status', 'in', ['waiting_approval', 'waiting_clarification'])
+    .orderBy('seq')
+    .execute();
+  const turns = rows.map(toTurn);
+  return {
+    approval: turns.find((t) => t.status === 'waiting_approval') ?? null,
+    clarification: turns.find((t) => t.status === 'waiting_clarification') ?? null,
+  };
+}
+
 /**
  * True when a turn of the session with a lower seq is still accepted or
  * running: the turn at `seq` must wait (per-session order across processes).

@@ -106,4 +106,10 @@ export const migrations: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    // Every turn asks for its session's paused turns before it is claimed; without this index
+    // that read scans all of the session's turns.
+    name: '003_turns_session_status',
+    up: ['create index turns_session_status on turns (session_key, status, seq)'],
+  },
 ];
