@@ -27,6 +27,8 @@ export interface MessagePath {
   readonly queue: TurnQueue;
   readonly runner: TurnRunner;
   readonly intake: Intake;
+  /** The webhook channel's intake: same ledger and queue, its own idempotency LRU (2048, spec: Limits). */
+  readonly webhookIntake: Intake;
   readonly waiters: TurnWaiters;
   readonly gauge: IdempotencyLedgerGauge;
   /** Start-up: register, interrupt turns that were running in a dead process, queue accepted ones. */
@@ -84,6 +86,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     onError: (err) => log.warn({ err: (err as Error).message }, 'idempotency gauge refresh failed'),
   });
   const intake = new Intake({ store, clock, ids, queue, cache: new IdempotencyCache(4096), gauge, owner });
+  const webhookIntake = new Intake({ store, clock, ids, queue, cache: new IdempotencyCache(2048), gauge, owner });
   const waiters = new TurnWaiters({ store, hub, maxWaiters: 10_000 });
   let heartbeatTimer: NodeJS.Timeout | undefined;
   /** Event ids already adopted by a recovery pass (bounded). */
@@ -137,6 +140,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     queue,
     runner,
     intake,
+    webhookIntake,
     waiters,
     gauge,
     async start() {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
 import { objectBody, q } from '../http/validation.js';
+import type { IdentityCheck } from '../channels/identity-check.js';
 import type { Intake } from './intake.js';
 import { awaitOutcome, sessionKeyFor, submitMessage, waitedResult } from './message-submit.js';
 import type { TurnWaiters } from './turn-waiters.js';
@@ -22,7 +23,7 @@ export function messageRoutes(deps: {
   intake: Intake;
   waiters: TurnWaiters;
   /** Checks the caller's user identity by auth mode; throws 403. */
-  checkIdentity: (input: { platform: string; userId: string; loopbackTrusted: boolean; ip: string }) => Promise<void>;
+  checkIdentity: IdentityCheck;
 }): RouteDef[] {
   return [
     defineRoute({
