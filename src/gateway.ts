@@ -29,6 +29,23 @@ import { createWebSocketChannel, type WebSocketChannel } from './channels/websoc
 import { EventBus } from './events/event-bus.js';
 import { createPairingService, type PairingService } from './pairing/pairing.service.js';
 import { pairingRoutes } from './pairing/pairing.routes.js';
+import { docsRoutes } from './docs/docs.routes.js';
+import { GatewayMetrics } from './metrics/metrics.js';
+import { metricsRoutes } from './metrics/metrics.routes.js';
+import { readFileSync } from 'node:fs';
+
+/** The package version, for the OpenAPI document (found from src/ and from dist/src/ alike). */
+const PACKAGE_VERSION = ((): string => {
+  for (const up of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'gatehouse' && pkg.version) return pkg.version;
+    } catch {
+      /* try the next place */
+    }
+  }
+  return '0.0.0';
+})();
 
 /** Everything the process entry (and tests) need from a built gateway. */
 export interface Gateway {
@@ -42,6 +59,7 @@ export interface Gateway {
   readonly messages: MessagePath;
   readonly provider: ModelProvider;
   readonly bus: EventBus;
+  readonly metrics: GatewayMetrics;
   readonly channels: ChannelRegistry;
   readonly pairing: PairingService;
   readonly websocket: WebSocketChannel;
@@ -130,7 +148,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const provider = options.provider ?? createProvider(config.provider);
   const tools = new ToolRegistry();
   for (const tool of options.tools ?? []) tools.register(tool);
+  // Gauges read the message path lazily (at scrape time).
+  const metrics = new GatewayMetrics({
+    queueDepth: () => messages.queue.size,
+    turnsRunning: () => messages.queue.running,
+    waiters: () => messages.waiters.waiting,
+    idempotencyRecords: () => messages.gauge.value,
+    wsClients: () => wsClients(),
+  });
+  store.writer.observe((seconds) => metrics.storeBatch.observe(seconds));
+  let wsClients = (): number => 0;
   const messages = createMessagePath({
+    onOutcome: (status, ms) => metrics.turnDuration.observe({ status }, ms / 1000),
+    onReplay: () => metrics.idempotencyReplays.inc(),
     config,
     store,
     clock,
@@ -184,8 +214,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         stats: channels.statsFor('webhook'),
       })
     : null;
-  // Health reads the WebSocket client count lazily: the channel is built once the app exists.
-  let wsClients = (): number => 0;
+  // Health reads the WebSocket client count lazily (`wsClients`): the channel is built once the app exists.
   const routes: RouteDef[] = [
     ...healthRoutes({
       pingStore: () => store.ping(),
@@ -209,9 +238,23 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...turnRoutes({ store, hub: messages.hub, queue: messages.queue, clock, owner: messages.owner }),
     ...pairingRoutes({ service: pairing, auth }),
     ...channelRoutes(channels),
+    ...metricsRoutes(metrics),
+    ...docsRoutes({
+      routes: () => routes,
+      apiPrefix: config.gateway.api_prefix,
+      version: PACKAGE_VERSION,
+      rateLimited: config.security.profile !== 'minimal',
+    }),
     ...(options.extraRoutes ?? []),
   ];
-  const app = buildHttpServer({ config, routes, guard, logger, isDraining: () => draining });
+  const app = buildHttpServer({
+    config,
+    routes,
+    guard,
+    logger,
+    isDraining: () => draining,
+    onResponse: (method, route, status) => metrics.requests.inc({ method, route, status: String(status) }),
+  });
   const websocket = await createWebSocketChannel({
     app,
     config,
@@ -246,6 +289,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     messages,
     provider,
     bus,
+    metrics,
     channels,
     pairing,
     websocket,

@@ -18,6 +18,8 @@ export interface HttpServerOptions {
   logger: Logger;
   /** True once shutdown began: every request is answered 503 (DECISIONS §12). */
   isDraining: () => boolean;
+  /** Told of every response (metrics). */
+  onResponse?: (method: string, route: string, status: number) => void;
 }
 
 /** One concrete registration: method + full URL of a route definition. */
@@ -140,6 +142,7 @@ export function buildHttpServer(options: HttpServerOptions) {
 
   app.addHook('onResponse', async (request, reply) => {
     const status = reply.statusCode;
+    options.onResponse?.(request.method, request.routeOptions.url ?? 'unmatched', status);
     const line = {
       request_id: request.id,
       method: request.method,

@@ -45,8 +45,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 interface Pending<DB> {
   op: WriteOp<unknown, DB>;
-  resolve(value: unknown): void;
-  reject(error: unknown): void;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
 }
 
 /**
@@ -67,6 +67,7 @@ export class GroupCommit<DB = Database> {
   readonly #maxBatch: number;
   readonly #maxQueue: number;
   readonly #durable: (() => Promise<void>) | undefined;
+  #observer: ((seconds: number, ops: number) => void) | undefined;
   /** Committed batches waiting to be made durable. */
   readonly #syncing = new Set<Promise<void>>();
   #queue: Pending<DB>[] = [];
@@ -94,9 +95,14 @@ export class GroupCommit<DB = Database> {
       return Promise.reject(new StoreUnavailableError('write queue full'));
     }
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push({ op, resolve, reject });
+      this.#queue.push({ op, resolve: (value) => resolve(value as T), reject });
       this.#schedule();
     });
+  }
+
+  /** Reports each batch's latency, from its start to its ops settling (metrics). */
+  observe(observer: (seconds: number, ops: number) => void): void {
+    this.#observer = observer;
   }
 
   /** A snapshot of the counters. */
@@ -137,6 +143,20 @@ export class GroupCommit<DB = Database> {
   }
 
   async #commitBatch(batch: Pending<DB>[]): Promise<void> {
+    if (this.#observer) {
+      const started = performance.now();
+      const observer = this.#observer;
+      const last = batch[batch.length - 1]!;
+      const { resolve, reject } = last;
+      last.resolve = (value) => {
+        observer((performance.now() - started) / 1000, batch.length);
+        resolve(value);
+      };
+      last.reject = (error) => {
+        observer((performance.now() - started) / 1000, batch.length);
+        reject(error);
+      };
+    }
     let results: unknown[];
     try {
       results = await this.#db.transaction().execute(async (trx) => {

@@ -50,6 +50,8 @@ export class Intake {
       cache: IdempotencyCache;
       gauge: IdempotencyLedgerGauge;
       owner: string;
+      /** Told of every keyed request answered from an existing record (metrics). */
+      onReplay?: () => void;
     },
   ) {}
 
@@ -66,6 +68,7 @@ export class Intake {
       const hit = cache.get(idem.scope, idem.key, nowMs);
       if (hit) {
         if (hit.fingerprint !== idem.fingerprint) throw new IdempotencyConflictError();
+        this.options.onReplay?.();
         return { replay: true, eventId: hit.eventId, sessionKey: hit.sessionKey, originalWait: hit.wait };
       }
     }
@@ -146,6 +149,7 @@ export class Intake {
       wait: existing.wait,
       staleAfter: Date.parse(existing.createdAt) + TTL_MS,
     });
+    this.options.onReplay?.();
     return { replay: true, eventId: existing.eventId, sessionKey: existing.sessionKey, originalWait: existing.wait };
   }
 }

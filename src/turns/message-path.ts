@@ -45,6 +45,9 @@ export interface MessagePathOptions {
   logger: Logger;
   provider: ModelProvider;
   tools: ToolRegistry;
+  /** Metrics hooks. */
+  onOutcome?: (status: string, durationMs: number) => void;
+  onReplay?: () => void;
   /** Overrides for tests. */
   idempotencyCeiling?: number;
   maxQueued?: number;
@@ -63,6 +66,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     ids,
     logger: log,
     owner,
+    ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     dailyBudgetUsd: config.budget.daily_usd,
     agent: {
       provider: options.provider,
@@ -85,8 +89,26 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     ceiling: options.idempotencyCeiling ?? DEFAULT_CEILING,
     onError: (err) => log.warn({ err: (err as Error).message }, 'idempotency gauge refresh failed'),
   });
-  const intake = new Intake({ store, clock, ids, queue, cache: new IdempotencyCache(4096), gauge, owner });
-  const webhookIntake = new Intake({ store, clock, ids, queue, cache: new IdempotencyCache(2048), gauge, owner });
+  const intake = new Intake({
+    store,
+    clock,
+    ids,
+    queue,
+    cache: new IdempotencyCache(4096),
+    gauge,
+    owner,
+    ...(options.onReplay ? { onReplay: options.onReplay } : {}),
+  });
+  const webhookIntake = new Intake({
+    store,
+    clock,
+    ids,
+    queue,
+    cache: new IdempotencyCache(2048),
+    gauge,
+    owner,
+    ...(options.onReplay ? { onReplay: options.onReplay } : {}),
+  });
   const waiters = new TurnWaiters({ store, hub, maxWaiters: 10_000 });
   let heartbeatTimer: NodeJS.Timeout | undefined;
   /** Event ids already adopted by a recovery pass (bounded). */

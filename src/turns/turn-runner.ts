@@ -75,6 +75,8 @@ export interface TurnRunnerOptions {
   dailyBudgetUsd: number | null;
   /** This process's instance id (ledger `owner`). */
   owner: string;
+  /** Told when a run ends or pauses (metrics). */
+  onOutcome?: (status: string, durationMs: number) => void;
 }
 
 /** Builds the Message of a turn from its totals. */
@@ -269,6 +271,7 @@ export class TurnRunner {
     const primary = eventIds[0]!;
     const sessionKey = turn.sessionKey;
     const controller = new AbortController();
+    const startedMs = this.options.clock.now();
     for (const id of eventIds) this.running.set(id, controller);
     try {
       // A turn claimed just now has no events yet; a resumed one continues its numbering.
@@ -344,6 +347,7 @@ export class TurnRunner {
         outcome = { status: 'failed', error: err as Error, totals: resume?.pending.totals ?? emptyTotals() };
       }
       await this.finish(eventIds, outcome);
+      this.options.onOutcome?.(outcome.status, this.options.clock.now() - startedMs);
     } finally {
       for (const id of eventIds) {
         this.running.delete(id);

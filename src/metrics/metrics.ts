@@ -1,0 +1,63 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** The gateway's Prometheus metrics, in a registry of its own (several gateways may share a process in tests). */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'gatehouse_http_requests_total',
+    help: 'HTTP requests by route pattern, method and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly turnDuration = new Histogram({
+    name: 'gatehouse_turn_duration_seconds',
+    help: 'Time from a turn starting to run to its outcome, by status',
+    labelNames: ['status'] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+    registers: [this.registry],
+  });
+  readonly idempotencyReplays = new Counter({
+    name: 'gatehouse_idempotency_replays_total',
+    help: 'Keyed requests answered from an existing idempotency record',
+    registers: [this.registry],
+  });
+  readonly storeBatch = new Histogram({
+    name: 'gatehouse_store_commit_seconds',
+    help: 'Group-commit latency: from a batch starting to its ops being durable',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+
+  constructor(gauges: {
+    queueDepth: () => number;
+    turnsRunning: () => number;
+    waiters: () => number;
+    idempotencyRecords: () => number;
+    wsClients: () => number;
+  }) {
+    const gauge = (name: string, help: string, read: () => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read());
+        },
+      });
+    gauge('gatehouse_turn_queue_depth', 'Turn jobs waiting to run', gauges.queueDepth);
+    gauge('gatehouse_turns_running', 'Turns running in this process', gauges.turnsRunning);
+    gauge('gatehouse_waiters', 'Requests waiting for a turn outcome', gauges.waiters);
+    gauge('gatehouse_idempotency_records', 'Unexpired idempotency records (estimate)', gauges.idempotencyRecords);
+    gauge('gatehouse_ws_clients', 'Open WebSocket clients', gauges.wsClients);
+    collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
+  }
+
+  /** The exposition text. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
