@@ -30,6 +30,7 @@ import { EventBus } from './events/event-bus.js';
 import { createPairingService, type PairingService } from './pairing/pairing.service.js';
 import { pairingRoutes } from './pairing/pairing.routes.js';
 import { docsRoutes } from './docs/docs.routes.js';
+import { analyticsRoutes } from './analytics/index.js';
 import { GatewayMetrics } from './metrics/metrics.js';
 import { metricsRoutes } from './metrics/metrics.routes.js';
 import { readFileSync } from 'node:fs';
@@ -238,6 +239,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...turnRoutes({ store, hub: messages.hub, queue: messages.queue, clock, owner: messages.owner }),
     ...pairingRoutes({ service: pairing, auth }),
     ...channelRoutes(channels),
+    ...analyticsRoutes({ store, clock }),
     ...metricsRoutes(metrics),
     ...docsRoutes({
       routes: () => routes,

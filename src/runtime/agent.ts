@@ -63,6 +63,12 @@ export interface AgentOptions {
   provider: ModelProvider;
   tools: ToolRegistry;
   systemPrompt: string | null;
+  /**
+   * Extra system context computed per model call (e.g. the active skills'
+   * names and descriptions). Capabilities register these in the composition
+   * root; each returns null when it has nothing to add.
+   */
+  systemContext?: ReadonlyArray<() => Promise<string | null>>;
   maxToolIterations: number;
   approvalRequired: ReadonlySet<string>;
   pricing: Record<string, { input_per_mtok: number; output_per_mtok: number }>;
@@ -198,9 +204,10 @@ export async function runAgent(
       return { status: 'incomplete', reason: 'budget_exceeded', content: null, messageId: null, totals };
     }
     const history = await ports.loadContext();
-    const messages: ChatMessage[] = options.systemPrompt
-      ? [{ role: 'system', content: options.systemPrompt }, ...history]
-      : history;
+    const system = [options.systemPrompt];
+    for (const extra of options.systemContext ?? []) system.push(await extra());
+    const systemText = system.filter((part): part is string => !!part).join('\n\n');
+    const messages: ChatMessage[] = systemText ? [{ role: 'system', content: systemText }, ...history] : history;
     let response;
     try {
       response = await options.provider.complete({

@@ -148,3 +148,44 @@ export interface Database {
   usage_records: UsageRecordsTable;
   gateway_instances: GatewayInstancesTable;
 }
+
+/*
+ * Migration 004_pairing: pairing codes, the verify-attempt counters behind
+ * the lockout, and paired identities (spec: Pairing; DECISIONS §4).
+ */
+
+/** `pairing_codes`: one row per issued code; only the code's SHA-256 is stored, never the code. */
+export interface PairingCodesTable {
+  /** SHA-256 hex of the normalised code. */
+  code_hash: string;
+  /** The platform the code was issued for; it pairs only identities of that platform. */
+  platform: string;
+  created_at: string;
+  expires_at: string;
+  /** Set when the code is consumed by a successful verify; a code is single use. */
+  used_at: string | null;
+}
+
+/** `pair_attempts`: the verify-failure counter of one key (`ip:…` or `user:…`), with its lock. */
+export interface PairAttemptsTable {
+  key: string;
+  /** Attempts reserved since the last success or lock expiry (failed or in flight). */
+  failures: number;
+  /** The lock's end; null when not locked. A past value means the lock has expired. */
+  locked_until: string | null;
+  updated_at: string;
+}
+
+/** `paired_users`: identities bound by a pairing code, durable across restarts. */
+export interface PairedUsersTable {
+  platform: string;
+  user_id: string;
+  paired_at: string;
+}
+
+/** `Database` with the tables of 004_pairing. */
+export interface Database {
+  pairing_codes: PairingCodesTable;
+  pair_attempts: PairAttemptsTable;
+  paired_users: PairedUsersTable;
+}

@@ -77,7 +77,18 @@ export interface TurnRunnerOptions {
   owner: string;
   /** Told when a run ends or pauses (metrics). */
   onOutcome?: (status: string, durationMs: number) => void;
+  /**
+   * Extra chat commands (`/approve <skill>`…), by name without the slash.
+   * A handler answers with the reply text; it checks its own permissions.
+   */
+  commands?: Record<string, ChatCommand>;
 }
+
+/** A chat command handler: `args` is the text after the command word. */
+export type ChatCommand = (
+  args: string,
+  caller: { platform: string; userId: string; sessionKey: string },
+) => Promise<string>;
 
 /** Builds the Message of a turn from its totals. */
 export function messageView(
@@ -178,8 +189,8 @@ export class TurnRunner {
       const claimed = await claimTurn(trx, job.eventId, { owner: this.options.owner, now });
       if (!claimed) return null;
       const payload = claimed.payload as InboundPayload;
-      const command = payload.text.trim().toLowerCase();
-      if (command === '/new' || command === '/status') return { kind: 'command', claimed, command } as const;
+      const command = this.commandOf(payload.text);
+      if (command) return { kind: 'command', claimed, command } as const;
       const clarification = waiting.clarification;
       if (clarification && clarification.eventId !== claimed.eventId) {
         // The session's next message answers the question and resumes that turn (DECISIONS §5).
@@ -221,13 +232,34 @@ export class TurnRunner {
     return 'done';
   }
 
-  /** `/new` starts a new context epoch; `/status` reports the session (DECISIONS §10). */
-  private async runCommand(turn: TurnRecord, command: string): Promise<void> {
+  /** The chat command a message is, or null: `/new`, `/status`, or a registered one. */
+  private commandOf(text: string): { name: string; args: string } | null {
+    const match = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(text.trim());
+    if (!match) return null;
+    const name = match[1]!.toLowerCase();
+    if (name !== 'new' && name !== 'status' && !this.options.commands?.[name]) return null;
+    return { name, args: (match[2] ?? '').trim() };
+  }
+
+  /** `/new` starts a new context epoch; `/status` reports the session (DECISIONS §10); others are registered. */
+  private async runCommand(turn: TurnRecord, command: { name: string; args: string }): Promise<void> {
     const { store, hub } = this.options;
     await hub.open(turn.eventId);
     hub.publish(turn.eventId, 'status', { status: 'running' });
     let response: string;
-    if (command === '/new') {
+    const handler = this.options.commands?.[command.name];
+    if (command.name !== 'new' && command.name !== 'status' && handler) {
+      const payload = turn.payload as InboundPayload;
+      try {
+        response = await handler(command.args, {
+          platform: payload.platform,
+          userId: payload.user_id,
+          sessionKey: turn.sessionKey,
+        });
+      } catch (err) {
+        response = `/${command.name} failed: ${(err as Error).message}`;
+      }
+    } else if (command.name === 'new') {
       const epoch = await store.writer.run((trx) => bumpEpoch(trx, turn.sessionKey, this.now()));
       response = `Started a new conversation (context epoch ${epoch}).`;
     } else {

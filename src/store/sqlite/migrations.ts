@@ -112,4 +112,30 @@ export const migrations: readonly Migration[] = [
     name: '003_turns_session_status',
     up: ['create index turns_session_status on turns (session_key, status, seq)'],
   },
+  // Pairing codes (hash only), verify-attempt counters with their lock, paired identities.
+  {
+    name: '004_pairing',
+    up: [
+      `create table pairing_codes (
+        code_hash text primary key,
+        platform text not null,
+        created_at text not null,
+        expires_at text not null,
+        used_at text null
+      )`,
+      'create index pairing_codes_by_expiry on pairing_codes (expires_at)',
+      `create table pair_attempts (
+        key text primary key,
+        failures integer not null default 0,
+        locked_until text null,
+        updated_at text not null
+      )`,
+      `create table paired_users (
+        platform text not null,
+        user_id text not null,
+        paired_at text not null,
+        primary key (platform, user_id)
+      )`,
+    ],
+  },
 ];

@@ -1,0 +1,133 @@
+import type { Clock } from '../lib/clock.js';
+import type { Store } from '../store/index.js';
+import {
+  type CostPeriod,
+  type StatPeriod,
+  dayStartIso,
+  earliestTrendDay,
+  periodWindow,
+  trendDays,
+} from './analytics.periods.js';
+import {
+  type UsageBreakdown,
+  type UsageGroup,
+  activeSessionCount,
+  dailyCostNanoUsd,
+  firstUsageDay,
+  messageCounts,
+  toolCallCounts,
+  usageBreakdown,
+} from './analytics.repo.js';
+
+/**
+ * Counts owned by other capabilities (tasks, skills), filled in by them
+ * through `gateway.ts`; `sinceIso` is the start of the period (ISO 8601 UTC).
+ */
+export type ExtraCounts = (sinceIso: string) => Promise<{ tasks_completed: number; skills_used: number }>;
+
+/** What the analytics service reads from. */
+export interface AnalyticsServiceDeps {
+  /** The store; only `db` is used, for reads, read at each call. */
+  store: Pick<Store, 'db'>;
+  /** "Today" comes from here. */
+  clock: Clock;
+  /** Tasks completed and skills used since a time; absent → both 0. */
+  extraCounts?: ExtraCounts;
+}
+
+/** The cost summary in integer nano-USD, before presentation. */
+export interface CostSummary {
+  period: CostPeriod;
+  groupBy: UsageGroup;
+  breakdown: UsageBreakdown;
+  /** One entry per UTC day of the period, ascending, zeros included. */
+  dailyTrend: Array<{ day: string; costNanoUsd: number }>;
+}
+
+/** The usage statistics of a period. */
+export interface UsageStats {
+  period: StatPeriod;
+  sessions: number;
+  messages: number;
+  toolCalls: number;
+  tasksCompleted: number;
+  skillsUsed: number;
+}
+
+/** What the variant GET /analytics groups by (spec: model, tool, channel). */
+export type VariantGroup = 'model' | 'tool' | 'channel';
+
+/** The variant analytics of a period, before presentation. */
+export interface VariantAnalytics {
+  period: StatPeriod;
+  totalMessages: number;
+  byModel: UsageBreakdown;
+  byTool: Array<{ tool: string; count: number }>;
+  /** Present when grouped by channel. */
+  byChannel: UsageBreakdown | null;
+}
+
+/** Read-only analytics over usage, messages and sessions; every figure is an aggregate computed by the database. */
+export interface AnalyticsService {
+  /** Cost of `period` grouped by `groupBy`, with the daily trend. */
+  costSummary(period: CostPeriod, groupBy: UsageGroup): Promise<CostSummary>;
+  /** Sessions, messages and tool calls of `period` (plus tasks and skills from `extraCounts`). */
+  usageStats(period: StatPeriod): Promise<UsageStats>;
+  /** The variant response: totals, per model, per tool, and per channel when `groupBy` is `channel`. */
+  variant(period: StatPeriod, groupBy: VariantGroup): Promise<VariantAnalytics>;
+}
+
+/** Builds the analytics service. Store failures reject with the store's errors (the HTTP layer maps them to 503). */
+export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsService {
+  return {
+    async costSummary(period, groupBy) {
+      const db = deps.store.db;
+      const window = periodWindow(period, deps.clock.now());
+      const [breakdown, daily, firstDay] = await Promise.all([
+        usageBreakdown(db, window, groupBy),
+        dailyCostNanoUsd(
+          db,
+          window.since === null ? { since: dayStartIso(earliestTrendDay(window.today)), until: window.until } : window,
+        ),
+        window.firstDay ?? firstUsageDay(db, window.until),
+      ]);
+      const dailyTrend = trendDays(firstDay ?? window.today, window.today).map((day) => ({
+        day,
+        costNanoUsd: daily.get(day) ?? 0,
+      }));
+      return { period, groupBy, breakdown, dailyTrend };
+    },
+
+    async usageStats(period) {
+      const db = deps.store.db;
+      const window = periodWindow(period, deps.clock.now());
+      const since = window.since ?? dayStartIso(window.today);
+      const [sessions, counts, extra] = await Promise.all([
+        activeSessionCount(db, window),
+        messageCounts(db, window),
+        // Tasks and skills are other capabilities' tables: until one injects its counter they are 0.
+        deps.extraCounts ? deps.extraCounts(since) : Promise.resolve({ tasks_completed: 0, skills_used: 0 }),
+      ]);
+      return {
+        period,
+        sessions,
+        messages: counts.messages,
+        toolCalls: counts.toolCalls,
+        tasksCompleted: extra.tasks_completed,
+        skillsUsed: extra.skills_used,
+      };
+    },
+
+    async variant(period, groupBy) {
+      const db = deps.store.db;
+      const window = periodWindow(period, deps.clock.now());
+      const [byModel, byTool, counts, byChannel] = await Promise.all([
+        usageBreakdown(db, window, 'model'),
+        toolCallCounts(db, window),
+        messageCounts(db, window),
+        groupBy === 'channel' ? usageBreakdown(db, window, 'channel') : Promise.resolve(null),
+      ]);
+      return { period, totalMessages: counts.messages, byModel, byTool, byChannel };
+    },
+  };
+}

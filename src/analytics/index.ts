@@ -1,0 +1,3 @@
+/** Analytics capability: cost, usage and the variant analytics endpoints (spec: Analytics endpoints). */
+export { analyticsRoutes } from './analytics.routes.js';
+export { type AnalyticsServiceDeps, type ExtraCounts } from './analytics.service.js';

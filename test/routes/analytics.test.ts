@@ -1,0 +1,399 @@
+import { rmSync } from 'node:fs';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { analyticsRoutes } from '../../src/analytics/index.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
+import type { RouteDef } from '../../src/http/route.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { createLogger } from '../../src/logs/logger.js';
+import type { AgentTool } from '../../src/runtime/tools.js';
+import { startFakeOpenAI, type FakeOpenAI, type FakeUsage } from '../helpers/fake-openai.js';
+import { apiHeaders, deepMerge, testConfig } from '../helpers/gateway.js';
+import { msg, recordingTool } from './harness.js';
+
+/** The test's "now": 2026-11-21 10:00 UTC; the gateway and the analytics share this clock. */
+const NOW = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
+const DAY = 86_400_000;
+const ROOMY = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
+/** gpt-4o-mini list price in nano-USD per token (0.15 / 0.60 USD per million). */
+const NANO_IN = 150;
+const NANO_OUT = 600;
+
+interface CostSummary {
+  period: string;
+  total_usd: number;
+  breakdown: Array<Record<string, string | number>>;
+  daily_trend: Array<{ date: string; cost_usd: number }>;
+}
+interface UsageStats {
+  period: string;
+  sessions: number;
+  messages: number;
+  tool_calls: number;
+  tasks_completed: number;
+  skills_used: number;
+}
+interface GroupFigures {
+  requests: number;
+  tokens: number;
+  cost_usd: number;
+}
+interface VariantAnalytics {
+  period: string;
+  total_messages: number;
+  total_tokens: number;
+  total_cost_usd: number;
+  by_model: Record<string, GroupFigures>;
+  by_tool: Record<string, number>;
+  by_channel?: Record<string, GroupFigures>;
+}
+interface WaitedMessage {
+  status: string;
+  message: { cost: { input_tokens: number; output_tokens: number; total_usd: number } };
+}
+interface ErrorBody {
+  error: { code: string; message: string; details: Array<{ path: string; message: string }>; request_id: string };
+}
+
+/** A gateway on real SQLite with the analytics routes, the OpenAI provider on the fake and a manual clock. */
+interface AnalyticsApp {
+  gateway: Gateway;
+  clock: ManualClock;
+  inject(options: InjectOptions): Promise<LightMyRequestResponse>;
+  /** GET with the api token. */
+  get(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+/**
+ * Whether src/gateway.ts already registers the analytics routes. Until it
+ * does, the tests add them through `extraRoutes` (registering them twice
+ * would be a duplicate-route error once it does).
+ */
+let wired = false;
+
+beforeAll(async () => {
+  const config = testConfig();
+  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
+  const probe = await createGateway({ config, logger });
+  wired = probe.routes.some((route) => route.path === '/analytics/cost');
+  await probe.shutdown(0);
+  rmSync(config.data_dir, { recursive: true, force: true });
+});
+
+async function startApp(options: {
+  fake: FakeOpenAI;
+  rateLimits?: Record<string, number>;
+  tools?: AgentTool[];
+}): Promise<AnalyticsApp> {
+  const config = testConfig(
+    deepMerge(
+      { provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 5 } },
+      options.rateLimits ? { security: { rate_limits: options.rateLimits } } : {},
+    ),
+  );
+  const clock = new ManualClock(NOW);
+  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
+  let built: Gateway | null = null;
+  // The routes are built before the gateway opens its store: they read `db` at request time.
+  const store = {
+    get db() {
+      if (!built) throw new Error('gateway not built yet');
+      return built.store.db;
+    },
+  };
+  const extraRoutes: RouteDef[] = wired ? [] : analyticsRoutes({ store, clock });
+  const gateway = await createGateway({ config, logger, clock, extraRoutes, tools: options.tools ?? [] });
+  built = gateway;
+  await gateway.app.ready();
+  return {
+    gateway,
+    clock,
+    inject: (opts) => gateway.app.inject(opts),
+    get: (url, headers = apiHeaders) => gateway.app.inject({ method: 'GET', url, headers }),
+    async close() {
+      await gateway.shutdown(0);
+      rmSync(config.data_dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const usage = (prompt: number, completion: number): FakeUsage => ({
+  prompt_tokens: prompt,
+  completion_tokens: completion,
+});
+
+describe('analytics API', () => {
+  let fake: FakeOpenAI;
+  let app: AnalyticsApp | undefined;
+  beforeEach(async () => {
+    fake = await startFakeOpenAI();
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await fake.close();
+  });
+
+  const open = async (options: { rateLimits?: Record<string, number>; tools?: AgentTool[] } = {}) =>
+    (app = await startApp({ fake, rateLimits: ROOMY, ...options }));
+
+  /** Runs one turn through POST /message (wait) and answers its Message cost in USD. */
+  const turn = async (a: AnalyticsApp, text: string, chat: string, platform = 'api'): Promise<number> => {
+    const res = await a.inject({
+      method: 'POST',
+      url: '/api/v1/message',
+      headers: apiHeaders,
+      payload: { ...msg(text, chat, { wait: true }), platform },
+    });
+    expect(res.statusCode).toBe(200);
+    const body = res.json<WaitedMessage>();
+    expect(body.status).toBe('completed');
+    return body.message.cost.total_usd;
+  };
+
+  const json = async <T>(a: AnalyticsApp, url: string): Promise<T> => {
+    const res = await a.get(url);
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json<T>();
+  };
+
+  describe('happy', () => {
+    it('cost: total_usd equals the sum of the turns’ recorded costs, exactly; breakdown per model', async () => {
+      const a = await open();
+      fake.enqueue(
+        { content: 'a', usage: usage(1234, 567) },
+        { content: 'b', usage: usage(1, 0) }, // 150 nano-dollars
+        { content: 'c', usage: usage(0, 1) }, // 600 nano-dollars
+        { content: 'd', usage: usage(6667, 0) }, // 0.1 cent + 50 nano-dollars
+      );
+      const costs = [
+        await turn(a, 'one', 'c1'),
+        await turn(a, 'two', 'c1'),
+        await turn(a, 'three', 'c2'),
+        await turn(a, 'four', 'c3'),
+      ];
+      const expectedNano = [1234 * NANO_IN + 567 * NANO_OUT, NANO_IN, NANO_OUT, 6667 * NANO_IN];
+      expect(costs.map((usd) => Math.round(usd * 1e9))).toEqual(expectedNano);
+      const sumNano = costs.reduce((sum, usd) => sum + Math.round(usd * 1e9), 0);
+
+      const summary = await json<CostSummary>(a, '/api/v1/analytics/cost');
+      expect(summary.period).toBe('today'); // the default period
+      expect(summary.total_usd).toBe(sumNano / 1e9);
+      expect(summary.total_usd).toBeCloseTo(
+        costs.reduce((sum, usd) => sum + usd, 0),
+        15,
+      );
+      expect(summary.breakdown).toEqual([
+        {
+          model: 'gpt-4o-mini',
+          input_tokens: 1234 + 1 + 6667,
+          output_tokens: 567 + 1,
+          cost_usd: sumNano / 1e9,
+        },
+      ]);
+      expect(summary.daily_trend).toEqual([{ date: '2026-11-21', cost_usd: sumNano / 1e9 }]);
+
+      const explicit = await json<CostSummary>(a, '/api/v1/analytics/cost?period=today&group_by=model');
+      expect(explicit).toEqual(summary);
+    });
+
+    it('cost: group_by channel, session and day; week and month trends zero-filled', async () => {
+      const a = await open();
+      fake.enqueue({ content: 'a', usage: usage(1000, 0) }, { content: 'b', usage: usage(0, 1000) });
+      await turn(a, 'cheap', 'c1', 'api');
+      await turn(a, 'dear', 'room', 'slack');
+
+      const byChannel = await json<CostSummary>(a, '/api/v1/analytics/cost?period=week&group_by=channel');
+      expect(byChannel.breakdown).toEqual([
+        { channel: 'slack', input_tokens: 0, output_tokens: 1000, cost_usd: 0.0006 },
+        { channel: 'api', input_tokens: 1000, output_tokens: 0, cost_usd: 0.00015 },
+      ]);
+      expect(byChannel.total_usd).toBe(750_000 / 1e9);
+      expect(byChannel.daily_trend.map((d) => d.date)).toEqual([
+        '2026-11-15',
+        '2026-11-16',
+        '2026-11-17',
+        '2026-11-18',
+        '2026-11-19',
+        '2026-11-20',
+        '2026-11-21',
+      ]);
+      expect(byChannel.daily_trend.map((d) => d.cost_usd)).toEqual([0, 0, 0, 0, 0, 0, 0.00075]);
+
+      const bySession = await json<CostSummary>(a, '/api/v1/analytics/cost?period=month&group_by=session');
+      expect(bySession.breakdown.map((b) => [b.session, b.cost_usd])).toEqual([
+        ['gateway:slack:room', 0.0006],
+        ['gateway:api:c1', 0.00015],
+      ]);
+      expect(bySession.daily_trend).toHaveLength(30);
+
+      const byDay = await json<CostSummary>(a, '/api/v1/analytics/cost?period=all&group_by=day');
+      expect(byDay.period).toBe('all');
+      expect(byDay.breakdown).toEqual([
+        { day: '2026-11-21', input_tokens: 1000, output_tokens: 1000, cost_usd: 0.00075 },
+      ]);
+      expect(byDay.daily_trend).toEqual([{ date: '2026-11-21', cost_usd: 0.00075 }]);
+    });
+
+    it('periods follow the clock: tomorrow, today is empty and the week still holds the cost', async () => {
+      const a = await open();
+      fake.enqueue({ content: 'a', usage: usage(100, 100) });
+      const usd = await turn(a, 'hello', 'c1');
+      a.clock.advance(DAY);
+      const today = await json<CostSummary>(a, '/api/v1/analytics/cost?period=today');
+      expect(today).toEqual({
+        period: 'today',
+        total_usd: 0,
+        breakdown: [],
+        daily_trend: [{ date: '2026-11-22', cost_usd: 0 }],
+      });
+      const week = await json<CostSummary>(a, '/api/v1/analytics/cost?period=week');
+      expect(week.total_usd).toBe(usd);
+      expect(week.daily_trend.slice(-2)).toEqual([
+        { date: '2026-11-21', cost_usd: usd },
+        { date: '2026-11-22', cost_usd: 0 },
+      ]);
+      expect((await json<UsageStats>(a, '/api/v1/analytics/usage?period=today')).messages).toBe(0);
+      expect((await json<UsageStats>(a, '/api/v1/analytics/usage?period=week')).messages).toBe(2);
+    });
+
+    it('usage: sessions, user+assistant messages and tool calls of real turns', async () => {
+      const lookup = recordingTool('lookup');
+      const a = await open({ tools: [lookup] });
+      fake.enqueue(
+        { tool_calls: [{ name: 'lookup', arguments: { value: 'x' } }], usage: usage(10, 5) },
+        { content: 'found it', usage: usage(20, 5) },
+        { content: 'plain', usage: usage(10, 5) },
+      );
+      await turn(a, 'look it up', 'c1');
+      await turn(a, 'thanks', 'c2');
+      expect(lookup.calls).toHaveLength(1);
+
+      const stats = await json<UsageStats>(a, '/api/v1/analytics/usage');
+      expect(stats).toEqual({
+        period: 'today',
+        sessions: 2,
+        // c1: user, assistant (tool call), assistant (answer); c2: user, assistant
+        messages: 5,
+        tool_calls: 1,
+        // no tasks or skills capability feeds these yet
+        tasks_completed: 0,
+        skills_used: 0,
+      });
+      expect(await json<UsageStats>(a, '/api/v1/analytics/usage?period=month')).toEqual({ ...stats, period: 'month' });
+    });
+
+    it('variant: totals, by_model, by_tool; by_channel with group_by=channel', async () => {
+      const lookup = recordingTool('lookup');
+      const a = await open({ tools: [lookup] });
+      fake.enqueue(
+        { tool_calls: [{ name: 'lookup', arguments: { value: 'x' } }], usage: usage(100, 10) },
+        { content: 'found', usage: usage(200, 20) },
+        { content: 'hi', usage: usage(1, 2) },
+      );
+      const costs = [await turn(a, 'look it up', 'c1'), await turn(a, 'hi', 'room', 'slack')];
+      const totalNano = costs.reduce((sum, usd) => sum + Math.round(usd * 1e9), 0);
+
+      const variant = await json<VariantAnalytics>(a, '/api/v1/analytics');
+      expect(variant).toEqual({
+        period: 'today',
+        total_messages: 5,
+        total_tokens: 333,
+        total_cost_usd: totalNano / 1e9,
+        by_model: { 'gpt-4o-mini': { requests: 3, tokens: 333, cost_usd: totalNano / 1e9 } },
+        by_tool: { lookup: 1 },
+      });
+      const byTool = await json<VariantAnalytics>(a, '/api/v1/analytics?period=week&group_by=tool');
+      expect(byTool).toEqual({ ...variant, period: 'week' });
+
+      const byChannel = await json<VariantAnalytics>(a, '/api/v1/analytics?group_by=channel');
+      expect(byChannel.by_channel).toEqual({
+        api: { requests: 2, tokens: 330, cost_usd: Math.round(costs[0]! * 1e9) / 1e9 },
+        slack: { requests: 1, tokens: 3, cost_usd: Math.round(costs[1]! * 1e9) / 1e9 },
+      });
+    });
+
+    it('is served under the /api alias too', async () => {
+      const a = await open();
+      for (const path of ['/analytics/cost', '/analytics/usage', '/analytics']) {
+        const v1 = await a.get(`/api/v1${path}`);
+        const alias = await a.get(`/api${path}`);
+        expect(alias.statusCode).toBe(200);
+        expect(alias.json()).toEqual(v1.json());
+      }
+    });
+  });
+
+  describe('errors', () => {
+    const invalid: Array<[string, string]> = [
+      ['/api/v1/analytics/cost?period=year', 'query.period'],
+      ['/api/v1/analytics/cost?period=', 'query.period'],
+      ['/api/v1/analytics/cost?period=TODAY', 'query.period'],
+      ['/api/v1/analytics/cost?group_by=tool', 'query.group_by'],
+      ['/api/v1/analytics/usage?period=all', 'query.period'],
+      ['/api/v1/analytics/usage?period=yesterday', 'query.period'],
+      ['/api/v1/analytics?period=all', 'query.period'],
+      ['/api/v1/analytics?group_by=session', 'query.group_by'],
+      ['/api/v1/analytics?period=week&period=month', 'query.period'],
+    ];
+
+    it.each(invalid)('%s → 400 BAD_REQUEST at %s', async (url, path) => {
+      const a = await open();
+      const res = await a.get(url, { ...apiHeaders, 'x-request-id': 'req-analytics-1' });
+      expect(res.statusCode).toBe(400);
+      const body = res.json<ErrorBody>();
+      expect(body.error.code).toBe('BAD_REQUEST');
+      expect(body.error.request_id).toBe('req-analytics-1');
+      expect(body.error.details).toEqual([{ path, message: expect.stringMatching(/^must be one of /) as string }]);
+    });
+
+    it('answers 503 UNAVAILABLE when the store is unreachable', async () => {
+      const a = await open();
+      await a.gateway.store.close();
+      const res = await a.get('/api/v1/analytics/cost');
+      expect(res.statusCode).toBe(503);
+      expect(res.json<ErrorBody>().error.code).toBe('UNAVAILABLE');
+    });
+  });
+
+  describe('security', () => {
+    it('needs a token; the api token is enough', async () => {
+      const a = await open();
+      for (const url of ['/api/v1/analytics/cost', '/api/v1/analytics/usage', '/api/v1/analytics']) {
+        const anonymous = await a.get(url, {});
+        expect(anonymous.statusCode).toBe(401);
+        expect(anonymous.json<ErrorBody>().error.code).toBe('UNAUTHORIZED');
+        expect((await a.get(url, { authorization: `Bearer ${apiHeaders['x-api-token']}` })).statusCode).toBe(200);
+      }
+    });
+
+    it('the analytics rate group: 10 per minute by default, the 11th is 429; other groups unaffected', async () => {
+      const a = await startApp({ fake }); // default limits
+      app = a;
+      const urls = ['/api/v1/analytics/cost', '/api/v1/analytics/usage', '/api/v1/analytics'];
+      for (let i = 0; i < 10; i++) {
+        const res = await a.get(urls[i % urls.length]!);
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['x-ratelimit-limit']).toBe('10');
+        expect(res.headers['x-ratelimit-remaining']).toBe(String(9 - i));
+        expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
+      }
+      const limited = await a.get('/api/v1/analytics/cost?period=week');
+      expect(limited.statusCode).toBe(429);
+      expect(limited.headers['x-ratelimit-limit']).toBe('10');
+      expect(limited.headers['x-ratelimit-remaining']).toBe('0');
+      expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
+      expect(limited.json<ErrorBody>().error.code).toBe('RATE_LIMITED');
+      // The alias counts against the same window.
+      expect((await a.get('/api/analytics/usage')).statusCode).toBe(429);
+      // `read` is a separate group.
+      const sessions = await a.get('/api/v1/sessions');
+      expect(sessions.statusCode).toBe(200);
+      expect(sessions.headers['x-ratelimit-limit']).toBe('120');
+      // A new window (the limiter runs on the gateway's clock) lets analytics through again.
+      a.clock.advance(60_000);
+      expect((await a.get('/api/v1/analytics')).statusCode).toBe(200);
+    });
+  });
+});
