@@ -138,4 +138,9 @@ export const migrations: readonly Migration[] = [
       )`,
     ],
   },
+  {
+    // Usage analytics count messages by time.
+    name: '005_messages_created_at',
+    up: ['create index messages_created_at on messages (created_at)'],
+  },
 ];
