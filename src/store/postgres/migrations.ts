@@ -1,4 +1,5 @@
 import type { Migration } from '../migrate.js';
+import { capabilityMigrations } from '../migrations/index.js';
 
 /**
  * PostgreSQL schema, in order. Append new migrations at the end with the next
@@ -147,4 +148,5 @@ export const migrations: readonly Migration[] = [
     name: '005_messages_created_at',
     up: ['create index messages_created_at on messages (created_at)'],
   },
+  ...capabilityMigrations.map((m) => ({ name: m.name, up: m.postgres })),
 ];
