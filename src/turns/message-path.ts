@@ -11,7 +11,7 @@ import type { Store } from '../store/index.js';
 import { Intake } from './intake.js';
 import { TurnEventHub } from './turn-events.js';
 import { TurnQueue } from './turn-queue.js';
-import { TurnRunner } from './turn-runner.js';
+import { TurnRunner, type ChatCommand } from './turn-runner.js';
 import { TurnWaiters } from './turn-waiters.js';
 import { interruptTurns, listTurnsByStatus } from './turns.repo.js';
 
@@ -45,6 +45,10 @@ export interface MessagePathOptions {
   logger: Logger;
   provider: ModelProvider;
   tools: ToolRegistry;
+  /** Extra system context per model call (e.g. active skills). */
+  systemContext?: ReadonlyArray<() => Promise<string | null>>;
+  /** Extra chat commands (`/approve`, `/deny`…). */
+  commands?: Record<string, ChatCommand>;
   /** Metrics hooks. */
   onOutcome?: (status: string, durationMs: number) => void;
   onReplay?: () => void;
@@ -67,6 +71,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     logger: log,
     owner,
     ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
+    ...(options.commands ? { commands: options.commands } : {}),
     dailyBudgetUsd: config.budget.daily_usd,
     agent: {
       provider: options.provider,
@@ -75,6 +80,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
       maxToolIterations: config.agent.max_tool_iterations,
       approvalRequired: new Set(config.agent.approval_required),
       pricing: config.provider.pricing,
+      ...(options.systemContext ? { systemContext: options.systemContext } : {}),
     },
   });
   const queue = new TurnQueue({
