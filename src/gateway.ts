@@ -6,7 +6,8 @@ import type { RouteDef } from './http/route.js';
 import { buildHttpServer, type HttpApp } from './http/server.js';
 import { systemClock, type Clock } from './lib/clock.js';
 import { createIdGenerator, type IdGenerator } from './lib/ids.js';
-import { createLogger, type Logger } from './logs/logger.js';
+import type { Logger } from './logs/logger.js';
+import { createLogPipeline, logRoutes, type LogPipeline } from './logs/index.js';
 import { ensureAdminToken } from './security/admin-token.js';
 import { createAuditLog, createFailureThrottle, createTokenScrubber, type AuditLog } from './security/audit.js';
 import { createRateLimiter } from './security/rate-limit.js';
@@ -90,6 +91,8 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Routes added after the built-in ones (embedding, kernel tests). */
   extraRoutes?: RouteDef[];
+  /** Log pipeline to use instead of building one (tests: read its buffer and files). Not closed by the gateway. */
+  logs?: LogPipeline;
   /** Replaces the configured model provider (tests, embedding). */
   provider?: ModelProvider;
   /** Test overrides for bounds that are impractical to reach in a test. */
@@ -116,7 +119,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const secrets = [...secretValues(config), ...(admin.token ? [admin.token] : [])];
   const scrub = createTokenScrubber(secrets);
-  const logger = options.logger ?? createLogger({ level: config.logs.level, scrub });
+  const logs =
+    options.logs ??
+    createLogPipeline({
+      dataDir: config.data_dir,
+      level: config.logs.level,
+      bufferEntries: config.logs.buffer_entries,
+      scrub,
+      clock,
+    });
+  const logger = options.logger ?? logs.logger;
 
   const store = await openStore({
     driver: config.storage.driver,
@@ -176,6 +188,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const providerLabel = `${provider.type}:${provider.model}`;
   const bus = new EventBus();
+  logs.connectBus(bus);
   messages.hub.tap((event) => {
     if (bus.hasListeners('turns')) {
       bus.publish('turns', event.type, { event_id: event.eventId, seq: event.seq, ...event.data });
@@ -213,6 +226,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
             remoteAddress,
           }),
         stats: channels.statsFor('webhook'),
+        isDraining: () => draining,
       })
     : null;
   // Health reads the WebSocket client count lazily (`wsClients`): the channel is built once the app exists.
@@ -239,6 +253,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...turnRoutes({ store, hub: messages.hub, queue: messages.queue, clock, owner: messages.owner }),
     ...pairingRoutes({ service: pairing, auth }),
     ...channelRoutes(channels),
+    ...logRoutes(logs),
     ...analyticsRoutes({ store, clock }),
     ...metricsRoutes(metrics),
     ...docsRoutes({
@@ -315,6 +330,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         await store.close();
         logger.info({ source: 'lifecycle' }, 'shutdown complete');
         logger.flush();
+        if (!options.logs) await logs.close();
       })();
       return shutdownPromise;
     },

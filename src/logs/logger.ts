@@ -1,5 +1,6 @@
 import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config/config.schema.js';
+import { systemClock, type Clock } from '../lib/clock.js';
 
 export type { Logger } from 'pino';
 
@@ -23,14 +24,17 @@ const LABEL: Record<string, LogLevel> = {
  * Creates the process logger: one JSON object per line on stdout with
  * `timestamp`, `level` (debug|info|warning|error), `source` and `message`.
  * `scrub` runs over every line before it leaves the process, replacing any
- * configured secret that slipped into a message (defence in depth).
+ * configured secret that slipped into a message (defence in depth), before
+ * stdout or any sink sees it. `clock` stamps `timestamp` (default: the wall clock).
  */
 export function createLogger(options: {
   level: LogLevel;
   scrub?: (line: string) => string;
   sinks?: LogSink[];
   stdout?: LogSink;
+  clock?: Clock;
 }): Logger {
+  const clock = options.clock ?? systemClock;
   const out = options.stdout ?? { write: (line: string) => process.stdout.write(line) };
   const sinks = options.sinks ?? [];
   const scrub = options.scrub;
@@ -53,7 +57,7 @@ export function createLogger(options: {
           ? {}
           : { source: 'gateway' },
       messageKey: 'message',
-      timestamp: () => `,"timestamp":"${new Date().toISOString()}"`,
+      timestamp: () => `,"timestamp":"${new Date(clock.now()).toISOString()}"`,
       formatters: { level: (label) => ({ level: LABEL[label] ?? label }) },
       redact: {
         paths: [

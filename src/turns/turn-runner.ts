@@ -139,6 +139,8 @@ function toChatMessages(rows: MessageRecord[]): ChatMessage[] {
  */
 export class TurnRunner {
   private readonly running = new Map<string, AbortController>();
+  /** Set by interruptAll: turns that start from now on are aborted at once. */
+  private stopping: string | null = null;
 
   constructor(private readonly options: TurnRunnerOptions) {}
 
@@ -155,8 +157,12 @@ export class TurnRunner {
     return true;
   }
 
-  /** Aborts every running turn (shutdown after the grace period). */
+  /**
+   * Aborts every running turn (shutdown after the grace period), including
+   * one claimed a moment ago that has not registered yet.
+   */
   interruptAll(reason: string): void {
+    this.stopping = reason;
     for (const controller of this.running.values()) controller.abort(reason);
   }
 
@@ -305,6 +311,7 @@ export class TurnRunner {
     const controller = new AbortController();
     const startedMs = this.options.clock.now();
     for (const id of eventIds) this.running.set(id, controller);
+    if (this.stopping !== null) controller.abort(this.stopping);
     try {
       // A turn claimed just now has no events yet; a resumed one continues its numbering.
       for (const id of eventIds) await hub.open(id, { fresh: !resume && id === primary });

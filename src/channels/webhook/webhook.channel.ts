@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import type { Config } from '../../config/config.schema.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../logs/logger.js';
@@ -5,7 +6,10 @@ import type { Intake } from '../../turns/intake.js';
 import type { TurnWaiters } from '../../turns/turn-waiters.js';
 import type { Channel, ChannelStats } from '../channel.js';
 import type { IdentityCheck } from '../identity-check.js';
+import { PendingTurns } from './webhook.pending.js';
+import { buildWebhookServer, type WebhookServer } from './webhook.server.js';
 
+/** What the webhook channel is built from (wired by `gateway.ts`). */
 export interface WebhookChannelOptions {
   config: Config['channels']['webhook'];
   /** Body cap (gateway.max_body_bytes). */
@@ -20,6 +24,8 @@ export interface WebhookChannelOptions {
   /** Loopback exemption as for HTTP: peer address + Host header → trusted. */
   loopbackTrusted: (remoteAddress: string | undefined, hostHeader: string | undefined) => boolean;
   stats: ChannelStats;
+  /** True once gateway shutdown began: messages are answered 503 (health still answers). Optional. */
+  isDraining?: () => boolean;
 }
 
 /** The webhook channel: its own HTTP server (DECISIONS §7). */
@@ -30,8 +36,98 @@ export interface WebhookChannel extends Channel {
   pending(): number;
 }
 
-/** Builds the webhook channel (not listening until `start()`). */
+/**
+ * Longest a pending turn holds its `max_pending` slot without reaching an
+ * outcome: the gateway's own bound on one reply (10 minutes), or the wait
+ * timeout when that is longer. A stuck turn cannot hold a slot for ever.
+ */
+const MIN_PENDING_WATCH_MS = 600_000;
+
+/** `http://host:port` of a listening server (IPv6 in brackets). */
+function urlOf(address: AddressInfo | string | null): string | null {
+  if (address === null || typeof address === 'string') return null;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${host}:${address.port}`;
+}
+
+/**
+ * Builds the webhook channel (not listening until `start()`). Each start
+ * builds a fresh server, so the channel can be stopped and started again
+ * (disable/enable, reconnect); start and stop are serialised. `stop()`
+ * closes the server and every connection, and stops counting the pending
+ * turns (they go on; their slots are freed).
+ */
 export function createWebhookChannel(options: WebhookChannelOptions): WebhookChannel {
-  void options;
-  throw new Error('webhook channel not implemented yet');
+  const { config } = options;
+  const log = options.logger.child({ source: 'webhook' });
+  const waitTimeoutMs = config.wait_timeout_seconds * 1000;
+  const watchMs = Math.max(waitTimeoutMs, MIN_PENDING_WATCH_MS);
+  const pending = new PendingTurns({
+    limit: config.max_pending,
+    watch: (eventId, signal) => options.waiters.wait(eventId, watchMs, signal),
+    onWatchError: (err, eventId) =>
+      log.warn(
+        { event_id: eventId, err: err instanceof Error ? err.message : String(err) },
+        'pending turn watch failed',
+      ),
+  });
+
+  let server: WebhookServer | null = null;
+  let address: string | null = null;
+  let lifecycle: Promise<void> = Promise.resolve();
+  /** Runs start/stop one after another, whatever the previous one's outcome. */
+  const serially = (step: () => Promise<void>): Promise<void> => {
+    const next = lifecycle.then(step);
+    lifecycle = next.catch(() => undefined);
+    return next;
+  };
+
+  return {
+    name: 'webhook',
+    get address() {
+      return address;
+    },
+    start: () =>
+      serially(async () => {
+        if (server) return;
+        const built = buildWebhookServer({
+          path: config.path,
+          secret: config.secret,
+          maxBodyBytes: options.maxBodyBytes,
+          waitTimeoutMs,
+          clock: options.clock,
+          logger: log,
+          intake: options.intake,
+          waiters: options.waiters,
+          checkIdentity: options.checkIdentity,
+          loopbackTrusted: options.loopbackTrusted,
+          pending,
+          maxPending: config.max_pending,
+          onAccepted: () => options.stats.noteMessage(),
+          isDraining: options.isDraining ?? (() => false),
+        });
+        try {
+          await built.listen({ host: config.host, port: config.port });
+        } catch (err) {
+          await built.close().catch(() => undefined);
+          throw err;
+        }
+        server = built;
+        address = urlOf(built.server.address());
+        if (!config.secret) log.warn({ address }, 'webhook channel accepts unsigned requests (no secret configured)');
+        log.info({ address, path: config.path }, 'webhook channel listening');
+      }),
+    stop: () =>
+      serially(async () => {
+        const current = server;
+        if (!current) return;
+        server = null;
+        address = null;
+        pending.abortAll();
+        await current.close();
+        log.info({}, 'webhook channel stopped');
+      }),
+    connected: () => server !== null,
+    pending: () => pending.size,
+  };
 }

@@ -1,18 +1,36 @@
+import websocketPlugin from '@fastify/websocket';
+import type { FastifyRequest } from 'fastify';
+import type { RawData, WebSocket } from 'ws';
 import type { Config } from '../../config/config.schema.js';
 import type { EventBus } from '../../events/event-bus.js';
-import type { Guard } from '../../http/guard.js';
+import { errors } from '../../http/errors.js';
+import type { Guard, GuardRequest } from '../../http/guard.js';
 import type { HttpApp } from '../../http/server.js';
+import { API_ALIAS_PREFIX } from '../../http/server.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../logs/logger.js';
 import type { AuditLog } from '../../security/audit.js';
-import type { RateLimiter } from '../../security/rate-limit.js';
+import { createWindowCounter, type RateLimiter } from '../../security/rate-limit.js';
+import { extractToken } from '../../security/tokens.js';
 import type { Intake } from '../../turns/intake.js';
+import { submitMessage } from '../../turns/message-submit.js';
 import type { TurnEventHub } from '../../turns/turn-events.js';
 import type { TurnRunner } from '../../turns/turn-runner.js';
 import type { TurnWaiters } from '../../turns/turn-waiters.js';
 import type { Channel, ChannelStats } from '../channel.js';
 import type { IdentityCheck } from '../identity-check.js';
+import {
+  DEFAULT_WEBSOCKET_LIMITS,
+  WebSocketConnection,
+  type ConnectionDeps,
+  type Handshake,
+  type WebSocketLimits,
+} from './websocket.connection.js';
+import { CLOSE_CODES } from './websocket.frames.js';
 
+export { DEFAULT_WEBSOCKET_LIMITS, type WebSocketLimits } from './websocket.connection.js';
+
+/** What the channel is built from (wired by `gateway.ts`). */
 export interface WebSocketChannelOptions {
   /** The API server; the WebSocket route is registered on it before it is ready. */
   app: HttpApp;
@@ -29,30 +47,216 @@ export interface WebSocketChannelOptions {
   stats: ChannelStats;
   clock: Clock;
   logger: Logger;
+  /** Overrides of the connection bounds (tests, embedding); see `WebSocketLimits`. */
+  limits?: Partial<WebSocketLimits>;
 }
 
 /** The WebSocket channel at `{api_prefix}/ws` and `/ws` (DECISIONS §8). */
 export interface WebSocketChannel extends Channel {
   /** Open, authenticated connections. */
   clientCount(): number;
+  /** The bounds in force. */
+  limits(): Readonly<WebSocketLimits>;
+  /**
+   * Changes bounds at run time (tests, embedding): new connections use them,
+   * open ones from their next check on (buffer cap, turn cap, …).
+   */
+  tune(limits: Partial<WebSocketLimits>): void;
 }
 
-/** Registers the WebSocket route on the app and returns the channel (accepting once started). */
+/** Failed-auth audit lines per source IP per minute (the rest are dropped, like the HTTP guard does). */
+const FAILURE_AUDITS_PER_MINUTE = 20;
+
+function guardRequestOf(request: FastifyRequest): GuardRequest {
+  const q = request.url.indexOf('?');
+  return {
+    method: request.method,
+    path: q === -1 ? request.url : request.url.slice(0, q),
+    headers: request.headers,
+    remoteAddress: request.socket.remoteAddress,
+  };
+}
+
+function textOf(data: RawData): string {
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  if (data instanceof ArrayBuffer) return Buffer.from(data).toString('utf8');
+  return data.toString('utf8');
+}
+
+/** A value of the query string; empty counts as absent. */
+function queryValue(params: URLSearchParams, name: string): string | undefined {
+  const value = params.get(name);
+  return value === null || value === '' ? undefined : value;
+}
+
+/**
+ * Registers `@fastify/websocket` and the WebSocket route on the app (it must
+ * not be ready yet) and returns the channel, which accepts upgrades once
+ * started.
+ *
+ * Before an upgrade completes the browser rules apply (DECISIONS §4, §8): a
+ * cross-site Origin — and, under profile `extended`, a Host outside the Host
+ * rules — is answered 403 `cross-site request forbidden` in the API's error
+ * envelope, with no upgrade. The Origin rule applies in the minimal profile
+ * too: a WebSocket is not covered by CORS, so it is the only thing keeping a
+ * page elsewhere from driving the gateway through the user's browser. A
+ * stopped (disabled) channel answers 503. Frames are capped at
+ * `gateway.max_body_bytes` (larger: close 1009).
+ */
 export async function createWebSocketChannel(options: WebSocketChannelOptions): Promise<WebSocketChannel> {
-  void options;
-  await Promise.resolve();
+  const { app, config, guard, audit, bus, hub, runner, waiters, intake, stats } = options;
+  const log = options.logger.child({ source: 'websocket' });
+  const profile = config.security.profile;
+  const replyTimeoutMs = Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000;
+  const limits: WebSocketLimits = { ...DEFAULT_WEBSOCKET_LIMITS, followTimeoutMs: replyTimeoutMs, ...options.limits };
+  const failureAudits = createWindowCounter({ clock: options.clock, maxKeys: 10_000 });
+
   let up = false;
+  /** Every open connection (authenticated or not), its socket, `close` promise and heartbeat state. */
+  const connections = new Map<WebSocketConnection, { socket: WebSocket; closed: Promise<void>; alive: boolean }>();
+  let heartbeat: NodeJS.Timeout | undefined;
+  /** Authenticated connections: `clientCount()`. */
+  const clients = new Set<WebSocketConnection>();
+
+  await app.register(websocketPlugin, {
+    options: { maxPayload: config.gateway.max_body_bytes },
+    errorHandler: (error, socket) => {
+      // Protocol errors (oversized or invalid frames) are closed by `ws` itself with the right code.
+      log.warn({ err: error.message }, 'websocket error');
+      if (socket.readyState === socket.OPEN) socket.close(CLOSE_CODES.INTERNAL_ERROR, 'error');
+    },
+  });
+
+  const admit = async (request: FastifyRequest): Promise<void> => {
+    if (!up) throw errors.unavailable('the websocket channel is disabled');
+    const g = guardRequestOf(request);
+    if (!guard.originAllowed(g)) throw errors.crossSite();
+    if (profile === 'extended' && !guard.hostAllowed(g)) throw errors.crossSite();
+    if (!request.ws) throw errors.badRequest('WebSocket upgrade required');
+    if (connections.size >= limits.maxConnections) throw errors.unavailable('too many WebSocket connections');
+  };
+
+  const accept = (socket: WebSocket, request: FastifyRequest): void => {
+    if (!up) {
+      socket.close(CLOSE_CODES.GOING_AWAY, 'channel disabled');
+      return;
+    }
+    const g = guardRequestOf(request);
+    const ip = request.socket.remoteAddress ?? '';
+    const loopbackTrusted = guard.loopbackTrusted(g);
+    const params = new URL(request.url, 'http://gateway.invalid').searchParams;
+    const handshake: Handshake = {
+      headerToken: extractToken(request.headers, config.gateway.auth.token_header)?.token ?? null,
+      queryToken: queryValue(params, 'token') ?? null,
+      identity: {
+        platform: queryValue(params, 'platform'),
+        user_id: queryValue(params, 'user_id'),
+        chat_id: queryValue(params, 'chat_id'),
+      },
+    };
+    const deps: ConnectionDeps = {
+      profile,
+      limits,
+      resolveToken: (token, via) => guard.principalForToken(token, via),
+      audit: (entry) => {
+        if (entry.event === 'auth_failure' && !failureAudits.hit(ip, FAILURE_AUDITS_PER_MINUTE).allowed) return;
+        audit.record({ ...entry, ip, mode: config.gateway.auth.mode, path: g.path });
+      },
+      checkIdentity: (identity) =>
+        options.checkIdentity({ platform: identity.platform, userId: identity.user_id, loopbackTrusted, ip }),
+      rateLimit: (fingerprint) => options.rateLimiter.hit(fingerprint, 'write'),
+      submit: (input) =>
+        submitMessage(intake, {
+          principal: input.principal,
+          payload: input.payload,
+          sessionKey: input.sessionKey,
+          headers: {},
+          bodyKey: input.idempotencyKey,
+          // The client follows the turn to its end: a retry (over any transport) gets the final result too.
+          wait: true,
+        }),
+      hub,
+      waitOutcome: (eventId, timeoutMs, signal) => waiters.wait(eventId, timeoutMs, signal),
+      interrupt: (eventId) => runner.interrupt(eventId, 'interrupted'),
+      bus,
+      noteMessage: () => stats.noteMessage(),
+      logger: log,
+      onAuthenticated: (connection) => {
+        if (!connection.isClosed) clients.add(connection);
+      },
+      onClosed: (connection) => {
+        clients.delete(connection);
+      },
+    };
+    const connection = new WebSocketConnection(socket, handshake, deps);
+    const closed = new Promise<void>((resolve) => {
+      socket.once('close', () => {
+        connection.socketClosed();
+        connections.delete(connection);
+        resolve();
+      });
+    });
+    const entry = { socket, closed, alive: true };
+    connections.set(connection, entry);
+    socket.on('pong', () => {
+      entry.alive = true;
+    });
+    socket.on('message', (data, isBinary) => {
+      if (isBinary) connection.receiveBinary();
+      else connection.receive(textOf(data));
+    });
+    connection.start();
+  };
+
+  /** Cuts off clients that did not answer the previous ping (dead peers), pings the others. */
+  const beat = (): void => {
+    for (const entry of connections.values()) {
+      if (!entry.alive) {
+        entry.socket.terminate();
+        continue;
+      }
+      entry.alive = false;
+      try {
+        entry.socket.ping();
+      } catch {
+        entry.socket.terminate();
+      }
+    }
+  };
+
+  const paths = [...new Set([`${config.gateway.api_prefix}/ws`, `${API_ALIAS_PREFIX}/ws`, '/ws'])];
+  for (const url of paths) {
+    app.route({ method: 'GET', url, websocket: true, onRequest: admit, handler: accept });
+  }
+
   return {
     name: 'websocket',
-    start: () => {
+    start: async () => {
       up = true;
-      return Promise.resolve();
+      clearInterval(heartbeat);
+      heartbeat = setInterval(beat, limits.heartbeatMs);
+      heartbeat.unref();
     },
-    stop: () => {
+    stop: async () => {
       up = false;
-      return Promise.resolve();
+      clearInterval(heartbeat);
+      const open = [...connections.entries()];
+      for (const [connection] of open) connection.close(CLOSE_CODES.GOING_AWAY, 'channel stopped');
+      if (open.length === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      const grace = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, limits.closeGraceMs);
+      });
+      await Promise.race([Promise.all(open.map(([, entry]) => entry.closed)), grace]);
+      clearTimeout(timer);
+      // Clients that did not answer the close handshake in time are cut off.
+      for (const [, entry] of open) if (entry.socket.readyState !== entry.socket.CLOSED) entry.socket.terminate();
     },
     connected: () => up,
-    clientCount: () => 0,
+    clientCount: () => clients.size,
+    limits: () => ({ ...limits }),
+    tune: (changes) => {
+      Object.assign(limits, changes);
+    },
   };
 }

@@ -1,0 +1,476 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { EventBus } from '../../events/event-bus.js';
+import { errors } from '../../http/errors.js';
+import type { Principal } from '../../http/route.js';
+import { createLogger } from '../../logs/logger.js';
+import type { SubmitResult } from '../../turns/intake.js';
+import type { TurnEvent, TurnEventListener } from '../../turns/turn-events.js';
+import type { TurnRecord } from '../../turns/turns.repo.js';
+import {
+  DEFAULT_WEBSOCKET_LIMITS,
+  WebSocketConnection,
+  type ConnectionDeps,
+  type FrameSocket,
+  type Handshake,
+  type WebSocketAuditEntry,
+  type WebSocketSubmit,
+} from './websocket.connection.js';
+
+type Frame = Record<string, unknown> & { type: string };
+
+/** A socket that records what the connection does with it. */
+class FakeSocket implements FrameSocket {
+  readyState = 1;
+  bufferedAmount = 0;
+  paused = false;
+  readonly frames: Frame[] = [];
+  closeCode: number | null = null;
+  private readonly waiting: Array<{ test: (frames: Frame[]) => boolean; resolve: () => void }> = [];
+  private closeResolve: ((code: number) => void) | null = null;
+  readonly closed = new Promise<number>((resolve) => {
+    this.closeResolve = resolve;
+  });
+
+  send(data: string): void {
+    if (this.readyState !== 1) throw new Error('send on a socket that is not open');
+    this.frames.push(JSON.parse(data) as Frame);
+    for (const waiter of [...this.waiting]) {
+      if (waiter.test(this.frames)) {
+        this.waiting.splice(this.waiting.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    }
+  }
+  close(code?: number): void {
+    this.readyState = 2;
+    this.closeCode = code ?? 1000;
+    this.closeResolve?.(this.closeCode);
+  }
+  pause(): void {
+    this.paused = true;
+  }
+  resume(): void {
+    this.paused = false;
+  }
+
+  /** Resolves once `count` frames have been sent. */
+  async frameCount(count: number): Promise<Frame[]> {
+    if (this.frames.length < count) {
+      await new Promise<void>((resolve) => this.waiting.push({ test: (f) => f.length >= count, resolve }));
+    }
+    return this.frames.slice(0, count);
+  }
+
+  /** Resolves with the first frame of `type`. */
+  async frameOfType(type: string): Promise<Frame> {
+    const find = () => this.frames.find((f) => f.type === type);
+    if (!find()) await new Promise<void>((resolve) => this.waiting.push({ test: () => !!find(), resolve }));
+    return find()!;
+  }
+}
+
+/** An in-memory turn event hub: stored events for replay, live listeners, a hook inside `flush`. */
+class FakeHub {
+  readonly stored: TurnEvent[] = [];
+  private readonly listeners = new Map<string, Set<TurnEventListener>>();
+  onFlush: () => void = () => undefined;
+
+  subscribe(eventId: string, listener: TurnEventListener): () => void {
+    const set = this.listeners.get(eventId) ?? new Set();
+    this.listeners.set(eventId, set);
+    set.add(listener);
+    return () => set.delete(listener);
+  }
+  async flush(): Promise<void> {
+    this.onFlush();
+  }
+  async replay(eventId: string, afterSeq: number): Promise<TurnEvent[]> {
+    return this.stored.filter((e) => e.eventId === eventId && e.seq > afterSeq);
+  }
+  publish(event: TurnEvent): void {
+    for (const listener of this.listeners.get(event.eventId) ?? []) listener(event);
+  }
+  count(): number {
+    let n = 0;
+    for (const set of this.listeners.values()) n += set.size;
+    return n;
+  }
+}
+
+const API: Principal = { role: 'api', fingerprint: 'tok_aaaaaaaa', scope: 'scope-api' };
+const ADMIN: Principal = { role: 'admin', fingerprint: 'tok_bbbbbbbb', scope: 'scope-admin' };
+
+function turnRecord(partial: Partial<TurnRecord>): TurnRecord {
+  return {
+    seq: 1,
+    eventId: 'evt_1',
+    sessionKey: 'gateway:ws:c',
+    status: 'completed',
+    currentTool: null,
+    response: null,
+    terminationReason: null,
+    contextEpoch: 0,
+    acceptedAt: '2026-11-21T10:00:00.000Z',
+    startedAt: null,
+    finishedAt: null,
+    updatedAt: '2026-11-21T10:00:00.000Z',
+    payload: {},
+    result: null,
+    pending: null,
+    owner: null,
+    ...partial,
+  };
+}
+
+interface Harness {
+  socket: FakeSocket;
+  connection: WebSocketConnection;
+  hub: FakeHub;
+  bus: EventBus;
+  audits: WebSocketAuditEntry[];
+  submits: WebSocketSubmit[];
+  interrupts: string[];
+  signals: AbortSignal[];
+  deps: ConnectionDeps;
+}
+
+const connections: WebSocketConnection[] = [];
+afterEach(() => {
+  for (const connection of connections.splice(0)) connection.close(1000, 'test over');
+});
+
+function open(
+  options: {
+    handshake?: Partial<Handshake>;
+    deps?: Partial<ConnectionDeps>;
+    limits?: Partial<typeof DEFAULT_WEBSOCKET_LIMITS>;
+  } = {},
+): Harness {
+  const socket = new FakeSocket();
+  const hub = new FakeHub();
+  const bus = new EventBus();
+  const audits: WebSocketAuditEntry[] = [];
+  const submits: WebSocketSubmit[] = [];
+  const interrupts: string[] = [];
+  const signals: AbortSignal[] = [];
+  let next = 0;
+  const deps: ConnectionDeps = {
+    profile: 'standard',
+    limits: { ...DEFAULT_WEBSOCKET_LIMITS, ...options.limits },
+    resolveToken: (token, via) => {
+      if (token === 'api') return API;
+      if (token === 'admin') return via === 'query' ? { ...ADMIN, role: 'api' } : ADMIN;
+      return null;
+    },
+    audit: (entry) => void audits.push(entry),
+    checkIdentity: async () => undefined,
+    rateLimit: () => ({ allowed: true, limit: 30, remaining: 29, resetSeconds: 60 }),
+    submit: async (input): Promise<SubmitResult> => {
+      submits.push(input);
+      next++;
+      return { replay: false, eventId: `evt_${next}`, sessionKey: input.sessionKey };
+    },
+    hub,
+    waitOutcome: (_eventId, _timeoutMs, signal) => {
+      signals.push(signal);
+      return new Promise<TurnRecord | null>((resolve) => signal.addEventListener('abort', () => resolve(null)));
+    },
+    interrupt: (eventId) => {
+      interrupts.push(eventId);
+      return true;
+    },
+    bus,
+    noteMessage: () => undefined,
+    logger: createLogger({ level: 'error', stdout: { write: () => undefined } }),
+    onAuthenticated: () => undefined,
+    onClosed: () => undefined,
+    ...options.deps,
+  };
+  const handshake: Handshake = {
+    headerToken: null,
+    queryToken: null,
+    identity: { platform: undefined, user_id: undefined, chat_id: undefined },
+    ...options.handshake,
+  };
+  const connection = new WebSocketConnection(socket, handshake, deps);
+  connections.push(connection);
+  connection.start();
+  return { socket, connection, hub, bus, audits, submits, interrupts, signals, deps };
+}
+
+const send = (h: Harness, frame: unknown): void => h.connection.receive(JSON.stringify(frame));
+
+describe('WebSocketConnection: authentication', () => {
+  it('a header token authenticates at once with its role; audited as auth_success', async () => {
+    const onAuthenticated = vi.fn();
+    const h = open({ handshake: { headerToken: 'admin' }, deps: { onAuthenticated } });
+    expect(await h.socket.frameCount(1)).toEqual([{ type: 'auth_ok', role: 'admin' }]);
+    expect(h.connection.authenticated).toBe(true);
+    expect(onAuthenticated).toHaveBeenCalledOnce();
+    expect(h.audits).toEqual([{ event: 'auth_success', user: 'tok_bbbbbbbb', reason: 'websocket_header' }]);
+  });
+
+  it('?token= resolves with via "query" (api rights at most)', async () => {
+    const h = open({ handshake: { queryToken: 'admin' } });
+    expect(await h.socket.frameCount(1)).toEqual([{ type: 'auth_ok', role: 'api' }]);
+  });
+
+  it('an auth frame authenticates; a second one is BAD_REQUEST', async () => {
+    const h = open();
+    send(h, { type: 'auth', token: 'api' });
+    send(h, { type: 'auth', token: 'api', ref: 2 });
+    const frames = await h.socket.frameCount(2);
+    expect(frames[0]).toEqual({ type: 'auth_ok', role: 'api' });
+    expect(frames[1]).toMatchObject({ type: 'error', ref: 2, error: { code: 'BAD_REQUEST' } });
+  });
+
+  it('an unknown token: UNAUTHORIZED, close 4401, audited with the fingerprint only', async () => {
+    const h = open();
+    send(h, { type: 'auth', token: 'guess' });
+    expect(await h.socket.closed).toBe(4401);
+    expect(h.socket.frames).toEqual([{ type: 'error', error: { code: 'UNAUTHORIZED', message: 'invalid token' } }]);
+    expect(h.audits).toHaveLength(1);
+    expect(h.audits[0]).toMatchObject({ event: 'auth_failure', reason: 'invalid_token' });
+    expect(h.audits[0]!.user).toMatch(/^tok_[0-9a-f]{8}$/);
+    expect(JSON.stringify(h.audits)).not.toContain('guess');
+  });
+
+  it('the deadline closes an unauthenticated client with 4401', async () => {
+    const h = open({ limits: { authTimeoutMs: 5 } });
+    expect(await h.socket.closed).toBe(4401);
+    expect(h.socket.frames[0]).toMatchObject({ type: 'error', error: { code: 'UNAUTHORIZED' } });
+    expect(h.audits).toEqual([{ event: 'auth_failure', user: '', reason: 'auth_timeout' }]);
+  });
+
+  it('the identity defaults to platform ws, user = token fingerprint, chat = user', async () => {
+    const checkIdentity = vi.fn(async () => undefined);
+    const h = open({ handshake: { headerToken: 'api' }, deps: { checkIdentity } });
+    await h.socket.frameCount(1);
+    expect(checkIdentity).toHaveBeenCalledWith({ platform: 'ws', user_id: 'tok_aaaaaaaa', chat_id: 'tok_aaaaaaaa' });
+  });
+
+  it('auth frame identity fields win over the query string', async () => {
+    const checkIdentity = vi.fn(async () => undefined);
+    const h = open({
+      handshake: { identity: { platform: 'web', user_id: 'q-user', chat_id: undefined } },
+      deps: { checkIdentity },
+    });
+    send(h, { type: 'auth', token: 'api', user_id: 'f-user', chat_id: 'room' });
+    await h.socket.frameCount(1);
+    expect(checkIdentity).toHaveBeenCalledWith({ platform: 'web', user_id: 'f-user', chat_id: 'room' });
+  });
+
+  it('an identity refused by the auth mode: FORBIDDEN and close 4403', async () => {
+    const h = open({
+      handshake: { headerToken: 'api' },
+      deps: { checkIdentity: () => Promise.reject(errors.forbidden('user ws:x is not authorised')) },
+    });
+    expect(await h.socket.closed).toBe(4403);
+    expect(h.socket.frames).toEqual([
+      { type: 'error', error: { code: 'FORBIDDEN', message: 'user ws:x is not authorised' } },
+    ]);
+    expect(h.connection.authenticated).toBe(false);
+  });
+
+  it('an invalid identity from the query string: BAD_REQUEST and close 4400', async () => {
+    const h = open({
+      handshake: {
+        headerToken: 'api',
+        identity: { platform: 'p'.repeat(101), user_id: undefined, chat_id: undefined },
+      },
+    });
+    expect(await h.socket.closed).toBe(4400);
+    expect(h.socket.frames[0]).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST' } });
+  });
+
+  it('profile minimal: auth_ok admin without a token', async () => {
+    const h = open({ deps: { profile: 'minimal' } });
+    expect(await h.socket.frameCount(1)).toEqual([{ type: 'auth_ok', role: 'admin' }]);
+    expect(h.audits).toEqual([]);
+  });
+});
+
+describe('WebSocketConnection: turns', () => {
+  it('sends stored and live events once each, in seq order, without a gap', async () => {
+    const h = open({ handshake: { headerToken: 'api' } });
+    await h.socket.frameCount(1);
+    const ev = (seq: number, type: TurnEvent['type'], data: Record<string, unknown>): TurnEvent => ({
+      eventId: 'evt_1',
+      seq,
+      type,
+      data,
+    });
+    h.hub.stored.push(ev(1, 'status', { status: 'running' }), ev(2, 'delta', { content: 'a' }));
+    // Published while the connection replays: held, then released after the stored ones (seq 2 only once).
+    h.hub.onFlush = () => {
+      h.hub.publish(ev(2, 'delta', { content: 'a' }));
+      h.hub.publish(ev(3, 'delta', { content: 'b' }));
+    };
+    send(h, { type: 'message', text: 'hi', ref: 'r' });
+    await h.socket.frameCount(4);
+    h.hub.publish(ev(4, 'done', { status: 'completed', message: { content: 'ab' } }));
+    const frames = await h.socket.frameCount(5);
+    expect(frames.slice(1)).toEqual([
+      { type: 'accepted', ref: 'r', event_id: 'evt_1', session_key: 'gateway:ws:tok_aaaaaaaa' },
+      { type: 'delta', event_id: 'evt_1', content: 'a' },
+      { type: 'delta', event_id: 'evt_1', content: 'b' },
+      { type: 'final', event_id: 'evt_1', status: 'completed', message: { content: 'ab' } },
+    ]);
+    expect(h.hub.count()).toBe(0);
+    expect(h.connection.followedTurns).toBe(0);
+    expect(h.submits[0]).toMatchObject({
+      principal: API,
+      sessionKey: 'gateway:ws:tok_aaaaaaaa',
+      idempotencyKey: undefined,
+      payload: { text: 'hi', platform: 'ws', user_id: 'tok_aaaaaaaa', chat_id: 'tok_aaaaaaaa', source: 'websocket' },
+    });
+  });
+
+  it('a replayed pause does not end the reply; the ledger does', async () => {
+    const waitOutcome = vi.fn(async () =>
+      turnRecord({ eventId: 'evt_1', status: 'completed', result: { message: { content: 'later' } } }),
+    );
+    const h = open({ handshake: { headerToken: 'api' }, deps: { waitOutcome } });
+    await h.socket.frameCount(1);
+    h.hub.stored.push({ eventId: 'evt_1', seq: 1, type: 'status', data: { status: 'waiting_approval' } });
+    send(h, { type: 'message', text: 'hi' });
+    const frames = await h.socket.frameCount(3);
+    expect(frames[2]).toEqual({
+      type: 'final',
+      event_id: 'evt_1',
+      status: 'completed',
+      message: { content: 'later' },
+    });
+  });
+
+  it('a failed turn in the ledger is an UPSTREAM_ERROR error frame with ref and event_id', async () => {
+    const waitOutcome = async () =>
+      turnRecord({ status: 'failed', result: { error: { code: 'UPSTREAM_ERROR', message: 'model provider failed' } } });
+    const h = open({ handshake: { headerToken: 'api' }, deps: { waitOutcome } });
+    await h.socket.frameCount(1);
+    send(h, { type: 'message', text: 'hi', ref: 5 });
+    const frames = await h.socket.frameCount(3);
+    expect(frames[2]).toEqual({
+      type: 'error',
+      ref: 5,
+      event_id: 'evt_1',
+      error: { code: 'UPSTREAM_ERROR', message: 'model provider failed' },
+    });
+  });
+
+  it('caps the turns followed at once (RATE_LIMITED) and counts messages in the write group', async () => {
+    const rateLimit = vi.fn(() => ({ allowed: true, limit: 30, remaining: 29, resetSeconds: 60 }));
+    const h = open({ handshake: { headerToken: 'api' }, limits: { maxTurnsPerConnection: 1 }, deps: { rateLimit } });
+    await h.socket.frameCount(1);
+    send(h, { type: 'message', text: 'one' });
+    send(h, { type: 'message', text: 'two', ref: 'x' });
+    const frames = await h.socket.frameCount(3);
+    expect(frames[2]).toMatchObject({ type: 'error', ref: 'x', error: { code: 'RATE_LIMITED' } });
+    expect(rateLimit).toHaveBeenCalledWith('tok_aaaaaaaa');
+    expect(h.submits).toHaveLength(1);
+  });
+
+  it('refuses a message over the write limit with RATE_LIMITED', async () => {
+    const h = open({
+      handshake: { headerToken: 'api' },
+      deps: { rateLimit: () => ({ allowed: false, limit: 30, remaining: 0, resetSeconds: 12 }) },
+    });
+    await h.socket.frameCount(1);
+    send(h, { type: 'message', text: 'one' });
+    const frames = await h.socket.frameCount(2);
+    expect(frames[1]).toMatchObject({
+      type: 'error',
+      error: { code: 'RATE_LIMITED', details: { group: 'write', retry_after_seconds: 12 } },
+    });
+    expect(h.submits).toHaveLength(0);
+  });
+
+  it('api tokens interrupt only their own turns; admin any', async () => {
+    const api = open({ handshake: { headerToken: 'api' } });
+    await api.socket.frameCount(1);
+    send(api, { type: 'interrupt', event_id: 'evt_other' });
+    expect((await api.socket.frameCount(2))[1]).toMatchObject({
+      type: 'error',
+      event_id: 'evt_other',
+      error: { code: 'NOT_FOUND' },
+    });
+    expect(api.interrupts).toEqual([]);
+    send(api, { type: 'message', text: 'mine' });
+    await api.socket.frameOfType('accepted');
+    send(api, { type: 'interrupt', event_id: 'evt_1' });
+    await vi.waitFor(() => expect(api.interrupts).toEqual(['evt_1']));
+
+    const admin = open({ handshake: { headerToken: 'admin' }, deps: { interrupt: () => false } });
+    await admin.socket.frameCount(1);
+    send(admin, { type: 'interrupt', event_id: 'evt_gone' });
+    expect((await admin.socket.frameCount(2))[1]).toMatchObject({ error: { code: 'NOT_FOUND' } });
+  });
+});
+
+describe('WebSocketConnection: bounds and cleanup', () => {
+  it('closes with 1013 once the outbound buffer passes the cap, and sends nothing after', async () => {
+    const h = open({ handshake: { headerToken: 'api' }, limits: { maxBufferedBytes: 100 } });
+    await h.socket.frameCount(1);
+    send(h, { type: 'subscribe', topics: ['turns'] });
+    await h.socket.frameOfType('subscribed');
+    h.socket.bufferedAmount = 101;
+    h.bus.publish('turns', 'delta', { event_id: 'evt_x', content: 'x' });
+    expect(await h.socket.closed).toBe(1013);
+    const count = h.socket.frames.length;
+    h.bus.publish('turns', 'delta', { event_id: 'evt_x', content: 'y' });
+    expect(h.socket.frames).toHaveLength(count);
+    expect(h.bus.hasListeners('turns')).toBe(false);
+  });
+
+  it('pauses reading while frames queue up and resumes when they drain', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const h = open({
+      handshake: { headerToken: 'api' },
+      limits: { maxQueuedFrames: 2 },
+      deps: {
+        submit: async (input) => {
+          await gate;
+          return { replay: false, eventId: `evt_${input.payload.text}`, sessionKey: input.sessionKey };
+        },
+      },
+    });
+    await h.socket.frameCount(1);
+    send(h, { type: 'message', text: 'a' });
+    send(h, { type: 'ping' });
+    expect(h.socket.paused).toBe(true);
+    release();
+    await h.socket.frameOfType('pong');
+    await vi.waitFor(() => expect(h.socket.paused).toBe(false));
+    // Frames are handled in arrival order: the accepted frame precedes the pong.
+    expect(h.socket.frames.map((f) => f.type)).toEqual(['auth_ok', 'accepted', 'pong']);
+  });
+
+  it('closing ends every hub, waiter and bus subscription', async () => {
+    const onClosed = vi.fn();
+    const h = open({ handshake: { headerToken: 'admin' }, deps: { onClosed } });
+    await h.socket.frameCount(1);
+    send(h, { type: 'subscribe', topics: ['turns', 'logs'] });
+    send(h, { type: 'message', text: 'a' });
+    await vi.waitFor(() => expect(h.signals).toHaveLength(1));
+    expect(h.hub.count()).toBe(1);
+    h.connection.socketClosed();
+    expect(h.hub.count()).toBe(0);
+    expect(h.signals[0]!.aborted).toBe(true);
+    expect(h.bus.hasListeners('turns')).toBe(false);
+    expect(h.bus.hasListeners('logs')).toBe(false);
+    expect(onClosed).toHaveBeenCalledOnce();
+    h.connection.socketClosed();
+    expect(onClosed).toHaveBeenCalledOnce();
+  });
+
+  it('refuses binary frames and keeps the connection', async () => {
+    const h = open({ handshake: { headerToken: 'api' } });
+    await h.socket.frameCount(1);
+    h.connection.receiveBinary();
+    expect(h.socket.frames[1]).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST' } });
+    expect(h.socket.closeCode).toBeNull();
+  });
+});
