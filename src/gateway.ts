@@ -8,6 +8,13 @@ import { systemClock, type Clock } from './lib/clock.js';
 import { createIdGenerator, type IdGenerator } from './lib/ids.js';
 import type { Logger } from './logs/logger.js';
 import { createLogPipeline, logRoutes, type LogPipeline } from './logs/index.js';
+import {
+  agentListener,
+  logLevelListener,
+  rateLimitListener,
+  SettingsService,
+  settingsRoutes,
+} from './settings/index.js';
 import { ensureAdminToken } from './security/admin-token.js';
 import { createAuditLog, createFailureThrottle, createTokenScrubber, type AuditLog } from './security/audit.js';
 import { createRateLimiter } from './security/rate-limit.js';
@@ -62,6 +69,8 @@ export interface Gateway {
   readonly provider: ModelProvider;
   readonly bus: EventBus;
   readonly metrics: GatewayMetrics;
+  /** The single owner of the running configuration (GET/PUT/PATCH /config, live apply). */
+  readonly settings: SettingsService;
   readonly channels: ChannelRegistry;
   readonly pairing: PairingService;
   readonly websocket: WebSocketChannel;
@@ -91,6 +100,10 @@ export interface GatewayOptions {
   logger?: Logger;
   /** Routes added after the built-in ones (embedding, kernel tests). */
   extraRoutes?: RouteDef[];
+  /** The configuration file read at start-up (`loadConfig().configPath`); PUT /config writes to it. */
+  configPath?: string | null;
+  /** That file's raw object (`loadConfig().fileObject`): the base of a write if the file has gone. */
+  fileObject?: Record<string, unknown>;
   /** Log pipeline to use instead of building one (tests: read its buffer and files). Not closed by the gateway. */
   logs?: LogPipeline;
   /** Replaces the configured model provider (tests, embedding). */
@@ -129,6 +142,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       clock,
     });
   const logger = options.logger ?? logs.logger;
+  const settings = new SettingsService({
+    config,
+    configPath: options.configPath ?? null,
+    fileObject: options.fileObject ?? {},
+    onListenerError: (err) => logger.error({ source: 'config', err }, 'applying a live configuration change failed'),
+  });
+  settings.onChange(logLevelListener(logger));
 
   const store = await openStore({
     driver: config.storage.driver,
@@ -146,7 +166,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     adminTokens: auth.admin_tokens,
     extraAdminTokens: admin.token ? [admin.token] : [],
   });
-  const rateLimiter = createRateLimiter({ limits: config.security.rate_limits, clock });
+  const rateLimits = { ...config.security.rate_limits };
+  const rateLimiter = createRateLimiter({ limits: rateLimits, clock });
+  settings.onChange(rateLimitListener(rateLimits));
   const failureThrottle = createFailureThrottle({ clock, perMinute: 20, maxKeys: 10_000 });
   const guard = createGuard({
     config,
@@ -186,6 +208,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       : {}),
     ...(options.limits?.maxQueued !== undefined ? { maxQueued: options.limits.maxQueued } : {}),
   });
+  settings.onChange(agentListener((live) => messages.runner.reconfigure(live)));
   const providerLabel = `${provider.type}:${provider.model}`;
   const bus = new EventBus();
   logs.connectBus(bus);
@@ -254,6 +277,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...pairingRoutes({ service: pairing, auth }),
     ...channelRoutes(channels),
     ...logRoutes(logs),
+    ...settingsRoutes({ service: settings, logger }),
     ...analyticsRoutes({ store, clock }),
     ...metricsRoutes(metrics),
     ...docsRoutes({
@@ -307,6 +331,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     provider,
     bus,
     metrics,
+    settings,
     channels,
     pairing,
     websocket,

@@ -21,7 +21,7 @@ function fail(message: string): never {
 async function main(): Promise<void> {
   let loaded;
   try {
-    loaded = loadConfig({ argv: process.argv.slice(2), env: process.env, cwd: process.cwd() });
+    loaded = loadConfig({ argv: process.argv.slice(2), env: process.env, cwd: process.cwd(), dataDirFallback: true });
   } catch (err) {
     if (err instanceof ConfigError) fail(`${err.message}\nstart-up refused`);
     throw err;
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   });
   if (refusal) fail(`${refusal}\nstart-up refused`);
 
-  const gateway = await createGateway({ config });
+  const gateway = await createGateway({ config, configPath: loaded.configPath, fileObject: loaded.fileObject });
   const log = gateway.logger.child({ source: 'lifecycle' });
   for (const warning of loaded.warnings) log.warn(warning);
   if (loaded.configPath) log.info({ config_file: loaded.configPath }, 'configuration loaded');

@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { type Config, type ConfigIssue, validateConfig } from './config.schema.js';
+import { type Config, type ConfigIssue, defaultConfig, validateConfig } from './config.schema.js';
 
 /** Start-up was refused: every problem found, each at a dotted path. */
 export class ConfigError extends Error {
@@ -159,12 +159,35 @@ export function configWarnings(config: Config): string[] {
   return warnings;
 }
 
+/** Name of the configuration file PUT /config creates in `data_dir` when the gateway runs without one. */
+export const DATA_DIR_CONFIG_FILE = 'gatehouse.yaml';
+
+/** `<data_dir>/gatehouse.yaml`: where PUT /config writes when no configuration file was loaded. */
+export function dataDirConfigPath(dataDir: string): string {
+  return join(dataDir, DATA_DIR_CONFIG_FILE);
+}
+
+/** Options of `loadConfig`. */
+export interface LoadConfigOptions {
+  argv: readonly string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  /**
+   * When no file is named and `./gatehouse.yaml` is absent, also read
+   * `<data_dir>/gatehouse.yaml` (the file PUT /config creates), with
+   * `data_dir` from `--data-dir`, `GATEHOUSE_DATA_DIR` or the default.
+   * Off unless asked for.
+   */
+  dataDirFallback?: boolean;
+}
+
 /**
  * Loads the configuration: defaults ← file ← environment ← CLI flags.
  * The file is `--config`, else `GATEHOUSE_CONFIG`, else `./gatehouse.yaml`
- * when present. Throws ConfigError listing every problem at once.
+ * when present (else, with `dataDirFallback`, `<data_dir>/gatehouse.yaml`
+ * when present). Throws ConfigError listing every problem at once.
  */
-export function loadConfig(options: { argv: readonly string[]; env: NodeJS.ProcessEnv; cwd: string }): LoadedConfig {
+export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const flags = parseArgs(options.argv);
   const explicit = flags.config ?? options.env.GATEHOUSE_CONFIG;
   let configPath: string | null = null;
@@ -173,6 +196,10 @@ export function loadConfig(options: { argv: readonly string[]; env: NodeJS.Proce
     if (!existsSync(configPath)) throw new ConfigError([{ path: '(file)', message: `${configPath} does not exist` }]);
   } else if (existsSync(resolve(options.cwd, 'gatehouse.yaml'))) {
     configPath = resolve(options.cwd, 'gatehouse.yaml');
+  } else if (options.dataDirFallback) {
+    const dataDir = flags.dataDir ?? (options.env.GATEHOUSE_DATA_DIR || defaultConfig().data_dir);
+    const candidate = dataDirConfigPath(resolve(options.cwd, dataDir));
+    if (existsSync(candidate)) configPath = candidate;
   }
   const fileObject = configPath ? readConfigFile(configPath) : {};
   const raw = structuredClone(fileObject);

@@ -144,6 +144,22 @@ export class TurnRunner {
 
   constructor(private readonly options: TurnRunnerOptions) {}
 
+  /**
+   * Live configuration (SettingsService): turns that start from now on use
+   * these values; a turn already running keeps the ones it started with.
+   */
+  reconfigure(settings: {
+    systemPrompt: string | null;
+    maxToolIterations: number;
+    approvalRequired: ReadonlySet<string>;
+    pricing: AgentOptions['pricing'];
+    dailyBudgetUsd: number | null;
+  }): void {
+    const { dailyBudgetUsd, ...agent } = settings;
+    this.options.agent = { ...this.options.agent, ...agent };
+    this.options.dailyBudgetUsd = dailyBudgetUsd;
+  }
+
   /** Event ids of turns running in this process. */
   runningTurns(): string[] {
     return [...this.running.keys()];

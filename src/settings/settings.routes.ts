@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { redactConfig } from '../config/config.redact.js';
+import { errors } from '../http/errors.js';
+import { defineRoute, type RouteDef } from '../http/route.js';
+import type { Logger } from '../logs/logger.js';
+import { ConfigChangeError, type ConfigChangeResult, type SettingsService } from './settings.service.js';
+
+/** Dependencies of the configuration routes. */
+export interface SettingsRoutesDeps {
+  service: SettingsService;
+  /** Where applied changes are noted (keys only, never values). */
+  logger?: Logger;
+}
+
+/** A partial configuration: any JSON object (its content is checked against the config schema). */
+const partialBody = z.record(z.string(), z.unknown(), { error: () => 'body must be a JSON object' });
+
+/** The wire shape of PUT/PATCH /config. */
+function present(result: ConfigChangeResult): Record<string, unknown> {
+  return {
+    config: redactConfig(result.config),
+    applied: result.applied,
+    restart_required: result.restartRequired,
+  };
+}
+
+/**
+ * Configuration API (spec: Configuration; DECISIONS §4, §9): GET (api),
+ * POST /config/validate (api), PUT and PATCH (admin, lifecycle rate group).
+ * Every configuration in a response is redacted; errors carry paths only.
+ */
+export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
+  const { service } = deps;
+  const log = deps.logger?.child({ source: 'config' });
+
+  const change = async (body: Record<string, unknown>, persist: boolean): Promise<Record<string, unknown>> => {
+    let result: ConfigChangeResult;
+    try {
+      result = await service.update(body, { persist });
+    } catch (err) {
+      if (err instanceof ConfigChangeError) throw errors.validation(err.issues, err.message);
+      throw err;
+    }
+    if (result.applied.length > 0 || result.restartRequired.length > 0 || result.written) {
+      log?.info(
+        { applied: result.applied, restart_required: result.restartRequired, file: result.written },
+        persist ? 'configuration changed and saved' : 'configuration changed for this run',
+      );
+    }
+    return present(result);
+  };
+
+  return [
+    defineRoute({
+      method: 'GET',
+      path: '/config',
+      permission: 'api',
+      summary: 'The active configuration, every secret as "***"',
+      tags: ['config'],
+      handler: () => redactConfig(service.current()),
+    }),
+    defineRoute({
+      method: 'POST',
+      path: '/config/validate',
+      permission: 'api',
+      summary: 'Validate a partial configuration merged over the active one',
+      tags: ['config'],
+      body: partialBody,
+      handler: (_ctx, { body }) => service.validate(body),
+    }),
+    defineRoute({
+      method: 'PUT',
+      path: '/config',
+      permission: 'admin',
+      rateGroup: 'lifecycle',
+      summary: 'Change the configuration: saved to the configuration file, live keys applied now',
+      tags: ['config'],
+      body: partialBody,
+      handler: (_ctx, { body }) => change(body, true),
+    }),
+    defineRoute({
+      method: 'PATCH',
+      path: '/config',
+      permission: 'admin',
+      rateGroup: 'lifecycle',
+      summary: 'Change live configuration keys for this run only (not saved)',
+      tags: ['config'],
+      body: partialBody,
+      handler: (_ctx, { body }) => change(body, false),
+    }),
+  ];
+}
