@@ -117,7 +117,12 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
   });
   // Live events wake waiters at once. The poll is a safety net, and on PostgreSQL it also finds
   // outcomes of turns another gateway process ran; on SQLite (one process) it can be slow.
-  const waiters = new TurnWaiters({ store, hub, maxWaiters: 10_000, pollMs: store.driver === 'postgres' ? 1000 : 5000 });
+  const waiters = new TurnWaiters({
+    store,
+    hub,
+    maxWaiters: 10_000,
+    pollMs: store.driver === 'postgres' ? 1000 : 5000,
+  });
   let heartbeatTimer: NodeJS.Timeout | undefined;
   /** Event ids already adopted by a recovery pass (bounded). */
   const adopted = new Set<string>();

@@ -4,10 +4,20 @@
  * the core migrations in `sqlite/migrations.ts` and `postgres/migrations.ts`,
  * in this order; append, never reorder or edit one that has shipped.
  */
+import { migration006 } from './006_memory_knowledge.js';
+import { migration007 } from './007_skills.js';
+import { migration008 } from './008_tasks.js';
+import { migration009 } from './009_cron.js';
+
 export interface CapabilityMigration {
   name: string;
   sqlite: readonly string[];
   postgres: readonly string[];
 }
 
-export const capabilityMigrations: readonly CapabilityMigration[] = [];
+export const capabilityMigrations: readonly CapabilityMigration[] = [
+  migration006,
+  migration007,
+  migration008,
+  migration009,
+];

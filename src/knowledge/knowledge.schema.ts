@@ -1,0 +1,82 @@
+import { z } from 'zod';
+import { KNOWLEDGE_MAX_CONTENT_BYTES } from './knowledge.service.js';
+
+/**
+ * Field rules shared by the knowledge routes and tool. Text stored as is may
+ * not hold NUL (PostgreSQL text cannot store it); metadata values may (they
+ * are stored as JSON, escaped), metadata keys may not.
+ */
+
+/** True when `v` holds no NUL character. */
+const noNul = (v: string): boolean => !v.includes('\0');
+
+/** Most top-level metadata keys of a document or a filter. */
+export const MAX_METADATA_KEYS = 100;
+
+/** Largest metadata object, as JSON text. */
+export const MAX_METADATA_BYTES = 64 * 1024;
+
+/** Request body cap of POST /knowledge: the 10 MiB of content plus room for JSON escaping and the other fields. */
+export const KNOWLEDGE_BODY_LIMIT = KNOWLEDGE_MAX_CONTENT_BYTES + 1024 * 1024;
+
+const text = (name: string, max: number) =>
+  z
+    .string({ error: `${name} must be a string` })
+    .refine((v) => v.trim() !== '', `${name} must not be empty`)
+    .refine((v) => v.length <= max, `${name} must be at most ${max} characters`)
+    .refine((v) => noNul(v), `${name} must not contain NUL characters`);
+
+/** A metadata object: JSON object, at most MAX_METADATA_KEYS keys (no NUL), at most 64 KiB as JSON. */
+export const knowledgeMetadata = z
+  .record(z.string(), z.unknown(), { error: 'metadata must be an object' })
+  .superRefine((value, ctx) => {
+    const keys = Object.keys(value);
+    if (keys.length > MAX_METADATA_KEYS) ctx.addIssue({ code: 'custom', message: `at most ${MAX_METADATA_KEYS} keys` });
+    if (keys.some((key) => key.length > 200 || !noNul(key))) {
+      ctx.addIssue({ code: 'custom', message: 'keys must be at most 200 characters, without NUL' });
+    }
+    if (Buffer.byteLength(JSON.stringify(value), 'utf8') > MAX_METADATA_BYTES) {
+      ctx.addIssue({ code: 'custom', message: `must be at most ${MAX_METADATA_BYTES} bytes as JSON` });
+    }
+  });
+
+/** POST /knowledge body. */
+export const knowledgeCreateFields = {
+  title: text('title', 500),
+  content: text('content', Number.MAX_SAFE_INTEGER).refine(
+    (v) => Buffer.byteLength(v, 'utf8') <= KNOWLEDGE_MAX_CONTENT_BYTES,
+    `content must be at most ${KNOWLEDGE_MAX_CONTENT_BYTES} bytes (UTF-8)`,
+  ),
+  source: text('source', 2000),
+  metadata: knowledgeMetadata.optional(),
+};
+
+/** A search query: at most 1000 characters, no NUL. */
+export const knowledgeQueryText = z
+  .string()
+  .max(1000, 'query must be at most 1000 characters')
+  .refine(noNul, 'query must not contain NUL characters');
+
+/** An exact source filter. */
+export const knowledgeSource = z.string().min(1).max(2000).refine(noNul, 'source must not contain NUL characters');
+
+/**
+ * Parses `?filter=`: a JSON object of metadata equalities. Returns the
+ * object, or a message saying why it is not one.
+ */
+export function parseMetadataFilter(
+  raw: string,
+): { ok: true; value: Record<string, unknown> } | { ok: false; message: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return { ok: false, message: 'filter must be valid JSON' };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    return { ok: false, message: 'filter must be a JSON object of metadata equalities' };
+  }
+  const checked = knowledgeMetadata.safeParse(value);
+  if (!checked.success) return { ok: false, message: `filter ${checked.error.issues[0]?.message ?? 'is invalid'}` };
+  return { ok: true, value: checked.data };
+}

@@ -1,0 +1,590 @@
+import { type SqlBool, sql } from 'kysely';
+import type { Logger } from '../logs/logger.js';
+import type { Store, StoreDriver } from '../store/index.js';
+import { EmbeddingsError, type EmbeddingsClient } from './embeddings.js';
+import type { ChunkRow, Collection, FullTextDialect, TextCandidate } from './fulltext.js';
+import { postgresFullText } from './fulltext.postgres.js';
+import { sqliteFullText } from './fulltext.sqlite.js';
+import type { DocFilter, Executor } from './search.tables.js';
+import { queryTerms, tokenize } from './terms.js';
+import { decodeVector, dot, encodeVector } from './vectors.js';
+
+/** Tuning of a SearchEngine; every field has a default. */
+export interface SearchEngineOptions {
+  store: Store;
+  /** Null: full-text ranking only (no `embeddings.base_url`). */
+  embeddings: EmbeddingsClient | null;
+  logger: Logger;
+  /** Documents of at most this many chunks are embedded before their write; larger ones in the background. Default 32. */
+  inlineEmbedMaxChunks?: number;
+  /** Time a write waits for its inline embeddings before indexing without them. Default 10 s. */
+  inlineEmbedTimeoutMs?: number;
+  /** Time a search waits for the query's embedding before ranking by full text alone. Default 5 s. */
+  queryEmbedTimeoutMs?: number;
+  /** Vector-only candidates are looked for among this many newest embedded chunks of the collection. Default 2000. */
+  vectorScanLimit?: number;
+  /** Cosine similarity a chunk needs to enter the results without a full-text match. Default 0.3. */
+  minSimilarity?: number;
+  /** Share of the vector similarity in the combined score when a query vector exists. Default 0.5. */
+  vectorWeight?: number;
+  /** Chunks embedded per background request. Default 64. */
+  backfillBatch?: number;
+  /** First retry delay of the background embedder after a failure, doubled up to 10 min. Default 30 s. */
+  retryMs?: number;
+  /** False: chunks left without a vector wait for `embedPending()` (tests, benchmarks). Default true. */
+  backgroundEmbedding?: boolean;
+  /**
+   * Full-text cost bound. Ranking costs about one bm25 / ts_rank_cd
+   * computation per matching chunk, so only the rarest query terms whose
+   * match counts add up to at most this are ranked; more frequent terms act
+   * as stop words (as in Lucene's common-terms query). Default 3000.
+   */
+  textMatchBudget?: number;
+  /** When even the rarest term has more matches than `textMatchBudget`, only its this many newest matches are ranked. Default 500. */
+  recentWindow?: number;
+}
+
+/** A document ready to be written: its chunks, their tokens, and their vectors where embedding succeeded. */
+export interface PreparedDocument {
+  readonly chunks: readonly string[];
+  readonly tokens: readonly (readonly string[])[];
+  /** One per chunk; null while a chunk waits for the background embedder. */
+  readonly vectors: readonly (Float32Array | null)[];
+}
+
+/** One matching chunk of a document. */
+export interface ChunkMatch {
+  /** The chunk's row id (for `chunkTexts`). */
+  id: number;
+  /** Position of the chunk in its document, from 0. */
+  chunk: number;
+  /** Combined score in 0..1. */
+  score: number;
+}
+
+/** One matching document. */
+export interface SearchHit {
+  docId: string;
+  /** Score of its best chunk, in 0..1. */
+  score: number;
+  /** Its best chunks, best first (at most `matchesPerDoc`). */
+  matches: ChunkMatch[];
+}
+
+/** A ranked search in one collection. */
+export interface SearchRequest {
+  collection: Collection;
+  query: string;
+  /** Most chunks taken from each ranking (full text, vectors) before documents are formed. */
+  candidates: number;
+  /** Only documents selected by this subquery. */
+  allowed?: DocFilter | undefined;
+  /** Matches kept per document; default 3. */
+  matchesPerDoc?: number;
+  signal?: AbortSignal | undefined;
+}
+
+/** The ranked documents of a search. */
+export interface SearchResult {
+  /** Every candidate document, best first (score, then newest id). */
+  hits: SearchHit[];
+  /** The terms the full-text side searched for (for snippets). */
+  terms: string[];
+  /** Whether vector similarity took part (embeddings configured and the query embedded). */
+  usedVectors: boolean;
+}
+
+const QUERY_CACHE_SIZE = 256;
+
+const MAX_RETRY_MS = 10 * 60_000;
+/** `embedding_model` of a chunk the provider refused (e.g. too long): never retried with that model. */
+const REFUSED = '';
+
+/**
+ * The hybrid search engine shared by memory and knowledge.
+ *
+ * Ranking: full-text candidates (SQLite FTS5 bm25 / PostgreSQL ts_rank_cd,
+ * any query term matching), each scored relative to the best of them (0..1).
+ * Their cost is bounded: only the rarest terms whose match counts fit
+ * `textMatchBudget` are ranked (more frequent ones act as stop words), and a
+ * query made only of very frequent terms ranks the newest `recentWindow`
+ * matches of the rarest one. When embeddings are
+ * configured, the query's vector is compared (cosine) with the candidates'
+ * vectors and with the newest `vectorScanLimit` vectors of the collection
+ * (which brings in matches that share no word with the query). A chunk's
+ * score is `(1 − w)·text + w·max(0, cosine)`, `w = vectorWeight` (text alone
+ * when there is no query vector); a document scores as its best chunk.
+ *
+ * Writes: `prepare` chunks' tokens and, for small documents, their vectors
+ * (a failing or slow embeddings provider never fails the write); `replace` and
+ * `remove` run inside the caller's transaction, so a document and its index
+ * change together. Chunks left without a vector are embedded by a background
+ * loop owned by the engine, retried with backoff; `close()` stops it.
+ */
+export class SearchEngine {
+  readonly #store: Store;
+  readonly #fullText: FullTextDialect;
+  readonly #client: EmbeddingsClient | null;
+  readonly #logger: Logger;
+  readonly #inlineMax: number;
+  readonly #inlineTimeoutMs: number;
+  readonly #queryTimeoutMs: number;
+  readonly #scanLimit: number;
+  readonly #minSimilarity: number;
+  readonly #vectorWeight: number;
+  readonly #queryCache = new Map<string, Float32Array>();
+  readonly #backfill: EmbeddingBackfill | null;
+  readonly #background: boolean;
+  readonly #textBudget: number;
+  readonly #recentWindow: number;
+
+  constructor(options: SearchEngineOptions) {
+    this.#store = options.store;
+    this.#fullText = fullTextFor(options.store.driver);
+    this.#client = options.embeddings;
+    this.#logger = options.logger.child({ source: 'search' });
+    this.#inlineMax = options.inlineEmbedMaxChunks ?? 32;
+    this.#inlineTimeoutMs = options.inlineEmbedTimeoutMs ?? 10_000;
+    this.#queryTimeoutMs = options.queryEmbedTimeoutMs ?? 5_000;
+    this.#scanLimit = options.vectorScanLimit ?? 2000;
+    this.#minSimilarity = options.minSimilarity ?? 0.3;
+    this.#vectorWeight = options.vectorWeight ?? 0.5;
+    this.#backfill = this.#client
+      ? new EmbeddingBackfill({
+          store: this.#store,
+          client: this.#client,
+          logger: this.#logger,
+          batch: options.backfillBatch ?? 64,
+          retryMs: options.retryMs ?? 30_000,
+        })
+      : null;
+    this.#background = options.backgroundEmbedding ?? true;
+    this.#textBudget = options.textMatchBudget ?? 3000;
+    this.#recentWindow = options.recentWindow ?? 500;
+    // Catch up on chunks left unembedded by an earlier run (or written before embeddings were configured).
+    if (this.#background) this.#backfill?.schedule();
+  }
+
+  /** Whether an embeddings provider is configured. */
+  get hasEmbeddings(): boolean {
+    return this.#client !== null;
+  }
+
+  /**
+   * Tokenises `chunks` and, when the document is small enough, embeds them
+   * (bounded by `inlineEmbedTimeoutMs`). An embeddings failure is logged and
+   * leaves the vectors null for the background embedder; it never rejects.
+   */
+  async prepare(chunks: readonly string[], signal?: AbortSignal): Promise<PreparedDocument> {
+    const tokens = chunks.map(tokenize);
+    let vectors: (Float32Array | null)[] = chunks.map(() => null);
+    if (this.#client && chunks.length > 0 && chunks.length <= this.#inlineMax) {
+      try {
+        const timeout = AbortSignal.timeout(this.#inlineTimeoutMs);
+        vectors = await this.#client.embed(chunks, signal ? AbortSignal.any([signal, timeout]) : timeout);
+      } catch (error) {
+        this.#logger.warn(
+          { err: errorText(error), chunks: chunks.length },
+          'embedding failed; indexed by full text, vectors follow in the background',
+        );
+      }
+    }
+    return { chunks, tokens, vectors };
+  }
+
+  /**
+   * Replaces the indexed chunks of `docId` in `collection` with `doc`'s,
+   * inside the caller's transaction (or group-commit op).
+   */
+  async replace(trx: Executor, collection: Collection, docId: string, doc: PreparedDocument): Promise<void> {
+    const model = this.#client?.model ?? null;
+    const rows: ChunkRow[] = doc.chunks.map((text, chunk) => {
+      const vector = doc.vectors[chunk] ?? null;
+      return {
+        docId,
+        chunk,
+        text,
+        tokens: doc.tokens[chunk] ?? [],
+        embedding: vector && model !== null ? encodeVector(vector) : null,
+        embeddingModel: vector && model !== null ? model : null,
+      };
+    });
+    await this.#fullText.deleteChunks(trx, collection, docId);
+    await this.#fullText.insertChunks(trx, collection, rows);
+  }
+
+  /** Removes every chunk of `docId` from the index, inside the caller's transaction. */
+  async remove(trx: Executor, collection: Collection, docId: string): Promise<void> {
+    await this.#fullText.deleteChunks(trx, collection, docId);
+  }
+
+  /** Call after the write of `doc` committed: wakes the background embedder when some chunk lacks a vector. */
+  written(doc: PreparedDocument): void {
+    if (this.#background && this.#backfill && doc.vectors.some((v) => v === null)) this.#backfill.schedule();
+  }
+
+  /**
+   * Ranks the documents of a collection for `query`. Never throws on query
+   * text (anything without letters or digits simply matches nothing on the
+   * full-text side); an embeddings failure falls back to full text alone.
+   */
+  async search(request: SearchRequest): Promise<SearchResult> {
+    const terms = queryTerms(request.query);
+    const db = this.#store.db;
+    const limit = Math.max(1, Math.floor(request.candidates));
+    // The query's embedding (a network call) and the full-text ranking run side by side.
+    const [queryVector, textHits] = await Promise.all([
+      this.#queryVector(request.query, request.signal),
+      this.#textCandidates(request.collection, terms, limit, request.allowed),
+    ]);
+    if (terms.length === 0 && !queryVector) return { hits: [], terms, usedVectors: false };
+
+    interface Scored {
+      id: number;
+      docId: string;
+      chunk: number;
+      text: number;
+      vector: number;
+    }
+    const scored = new Map<number, Scored>();
+    const best = textHits.reduce((max, hit) => Math.max(max, hit.score), 0);
+    for (const hit of textHits) {
+      scored.set(hit.id, { ...hit, text: best > 0 ? hit.score / best : 1, vector: 0 });
+    }
+
+    if (queryVector && this.#client) {
+      const model = this.#client.model;
+      let recent = db
+        .selectFrom('search_chunks')
+        .select(['id', 'doc_id', 'chunk', 'embedding'])
+        .where('collection', '=', request.collection)
+        .where('embedding_model', '=', model);
+      if (request.allowed) recent = recent.where(sql<SqlBool>`doc_id in (${request.allowed})`);
+      const rows = await recent.orderBy('id', 'desc').limit(this.#scanLimit).execute();
+      const seen = new Set<number>();
+      const vectorOnly: Scored[] = [];
+      for (const row of rows) {
+        seen.add(row.id);
+        const similarity = similarityOf(queryVector, row.embedding);
+        const entry = scored.get(row.id);
+        if (entry) entry.vector = similarity;
+        else if (similarity >= this.#minSimilarity) {
+          vectorOnly.push({ id: row.id, docId: row.doc_id, chunk: row.chunk, text: 0, vector: similarity });
+        }
+      }
+      const missing = textHits.map((hit) => hit.id).filter((id) => !seen.has(id));
+      for (let i = 0; i < missing.length; i += 500) {
+        const vectors = await db
+          .selectFrom('search_chunks')
+          .select(['id', 'embedding'])
+          .where('id', 'in', missing.slice(i, i + 500))
+          .where('embedding_model', '=', model)
+          .execute();
+        for (const row of vectors) {
+          const entry = scored.get(row.id);
+          if (entry) entry.vector = similarityOf(queryVector, row.embedding);
+        }
+      }
+      vectorOnly.sort((a, b) => b.vector - a.vector || b.id - a.id);
+      for (const entry of vectorOnly.slice(0, limit)) scored.set(entry.id, entry);
+    }
+
+    const weight = queryVector ? this.#vectorWeight : 0;
+    const perDoc = request.matchesPerDoc ?? 3;
+    const docs = new Map<string, ChunkMatch[]>();
+    for (const entry of scored.values()) {
+      const score = clamp01((1 - weight) * entry.text + weight * entry.vector);
+      const match: ChunkMatch = { id: entry.id, chunk: entry.chunk, score };
+      const list = docs.get(entry.docId);
+      if (list) list.push(match);
+      else docs.set(entry.docId, [match]);
+    }
+    const hits: SearchHit[] = [];
+    for (const [docId, matches] of docs) {
+      matches.sort((a, b) => b.score - a.score || a.chunk - b.chunk);
+      hits.push({ docId, score: matches[0]!.score, matches: matches.slice(0, perDoc) });
+    }
+    hits.sort((a, b) => b.score - a.score || (a.docId < b.docId ? 1 : a.docId > b.docId ? -1 : 0));
+    return { hits, terms, usedVectors: queryVector !== null };
+  }
+
+  /** The text of the chunks with these row ids (for snippets and tool results). */
+  async chunkTexts(ids: readonly number[]): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const rows = await this.#store.db
+        .selectFrom('search_chunks')
+        .select(['id', 'text'])
+        .where('id', 'in', ids.slice(i, i + 500))
+        .execute();
+      for (const row of rows) out.set(row.id, row.text);
+    }
+    return out;
+  }
+
+  /**
+   * Embeds every chunk still waiting for a vector, now, and resolves with how
+   * many were embedded. Rejects with the provider's error (the background
+   * loop keeps retrying on its own). 0 when embeddings are not configured.
+   */
+  async embedPending(): Promise<number> {
+    return this.#backfill ? this.#backfill.drain() : 0;
+  }
+
+  /** Stops the background embedder (aborting its request) and waits for it. Idempotent. */
+  async close(): Promise<void> {
+    await this.#backfill?.close();
+  }
+
+  /**
+   * Full-text candidates within the cost bounds: the rarest terms whose
+   * match counts fit `textMatchBudget` are ranked over all their matches;
+   * when even the rarest term is more frequent, its `recentWindow` newest
+   * matches are ranked instead.
+   */
+  async #textCandidates(
+    collection: Collection,
+    terms: readonly string[],
+    limit: number,
+    allowed: SearchRequest['allowed'],
+  ): Promise<TextCandidate[]> {
+    if (terms.length === 0) return [];
+    const db = this.#store.db;
+    const counts = await this.#fullText.termCounts(db, collection, terms, this.#textBudget + 1);
+    const present = terms
+      .map((term, i) => ({ term, count: counts[i] ?? 0 }))
+      .filter((t) => t.count > 0)
+      .sort((a, b) => a.count - b.count);
+    const rarest = present[0];
+    if (!rarest) return [];
+    if (rarest.count > this.#textBudget) {
+      const recent = await this.#fullText.recentMatches(db, {
+        collection,
+        terms: [rarest.term],
+        limit: this.#recentWindow,
+        allowed,
+      });
+      return recent.sort((a, b) => b.score - a.score || b.id - a.id).slice(0, limit);
+    }
+    const ranked: string[] = [];
+    let total = 0;
+    for (const { term, count } of present) {
+      if (total + count > this.#textBudget) break;
+      ranked.push(term);
+      total += count;
+    }
+    return this.#fullText.bestMatches(db, { collection, terms: ranked, limit, allowed });
+  }
+
+  async #queryVector(query: string, signal: AbortSignal | undefined): Promise<Float32Array | null> {
+    const client = this.#client;
+    const text = query.trim();
+    if (!client || text === '') return null;
+    const cached = this.#queryCache.get(text);
+    if (cached) {
+      this.#queryCache.delete(text);
+      this.#queryCache.set(text, cached);
+      return cached;
+    }
+    try {
+      const timeout = AbortSignal.timeout(this.#queryTimeoutMs);
+      const [vector] = await client.embed([text], signal ? AbortSignal.any([signal, timeout]) : timeout);
+      if (!vector) return null;
+      if (this.#queryCache.size >= QUERY_CACHE_SIZE) this.#queryCache.delete(this.#queryCache.keys().next().value!);
+      this.#queryCache.set(text, vector);
+      return vector;
+    } catch (error) {
+      this.#logger.warn({ err: errorText(error) }, 'query embedding failed; ranking by full text alone');
+      return null;
+    }
+  }
+}
+
+/** The full-text dialect of a store driver. */
+function fullTextFor(driver: StoreDriver): FullTextDialect {
+  switch (driver) {
+    case 'sqlite':
+      return sqliteFullText;
+    case 'postgres':
+      return postgresFullText;
+    default: {
+      const unknown: never = driver;
+      throw new Error(`no full-text dialect for ${String(unknown)}`);
+    }
+  }
+}
+
+interface BackfillOptions {
+  store: Store;
+  client: EmbeddingsClient;
+  logger: Logger;
+  batch: number;
+  retryMs: number;
+}
+
+/**
+ * The background embedder: embeds chunks whose `embedding_model` is null,
+ * oldest first, one batch per request, until none is left. On failure it
+ * logs and retries after a delay that doubles up to 10 minutes. Its first run
+ * forgets vectors of any other model (the configured model changed), so
+ * every stored vector is comparable with the query's.
+ */
+class EmbeddingBackfill {
+  readonly #options: BackfillOptions;
+  readonly #abort = new AbortController();
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<void> | null = null;
+  #again = false;
+  #closed = false;
+  #invalidated = false;
+  #delayMs: number;
+
+  constructor(options: BackfillOptions) {
+    this.#options = options;
+    this.#delayMs = options.retryMs;
+  }
+
+  /** Runs the loop after `delayMs` (now by default) unless it is already running or due sooner. */
+  schedule(delayMs = 0): void {
+    if (this.#closed) return;
+    if (this.#running) {
+      if (delayMs === 0) this.#again = true;
+      return;
+    }
+    if (this.#timer) {
+      if (delayMs !== 0) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      this.#running = this.#loop().then((retryInMs) => {
+        this.#running = null;
+        if (this.#again) {
+          this.#again = false;
+          this.schedule();
+        } else if (retryInMs !== null) {
+          this.schedule(retryInMs);
+        }
+      });
+    }, delayMs);
+    this.#timer.unref();
+  }
+
+  /** Embeds everything pending now; rejects on the first failure. */
+  async drain(): Promise<number> {
+    while (this.#running) await this.#running;
+    let total = 0;
+    for (;;) {
+      const done = await this.#step();
+      if (done === 0) return total;
+      total += done;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    this.#abort.abort();
+    await this.#running;
+  }
+
+  /** Embeds until nothing is pending; never rejects. Resolves with the delay before a retry, or null when done. */
+  async #loop(): Promise<number | null> {
+    try {
+      while (!this.#closed && (await this.#step()) > 0) {
+        // keep going until nothing is pending
+      }
+      this.#delayMs = this.#options.retryMs;
+      return null;
+    } catch (error) {
+      if (this.#closed) return null;
+      const delay = this.#delayMs;
+      this.#options.logger.warn(
+        { err: errorText(error), retry_in_ms: delay },
+        'background embedding failed; will retry',
+      );
+      this.#delayMs = Math.min(this.#delayMs * 2, MAX_RETRY_MS);
+      return delay;
+    }
+  }
+
+  /** Embeds one batch; resolves with its size (0: nothing pending). */
+  async #step(): Promise<number> {
+    const { store, client, batch } = this.#options;
+    if (!this.#invalidated) {
+      await store.writer.run((trx) =>
+        trx
+          .updateTable('search_chunks')
+          .set({ embedding: null, embedding_model: null })
+          .where('embedding_model', 'is not', null)
+          .where('embedding_model', '<>', client.model)
+          .execute(),
+      );
+      this.#invalidated = true;
+    }
+    const rows = await store.db
+      .selectFrom('search_chunks')
+      .select(['id', 'text'])
+      .where('embedding_model', 'is', null)
+      .orderBy('id')
+      .limit(batch)
+      .execute();
+    if (rows.length === 0) return 0;
+    const results = await this.#embedRows(rows);
+    await store.writer.run(async (trx) => {
+      for (const { id, vector } of results) {
+        await trx
+          .updateTable('search_chunks')
+          .set({
+            embedding: vector ? encodeVector(vector) : null,
+            embedding_model: vector ? client.model : REFUSED,
+          })
+          .where('id', '=', id)
+          .where('embedding_model', 'is', null)
+          .execute();
+      }
+    });
+    return rows.length;
+  }
+
+  /** Vectors for `rows`; when the provider refuses the batch, row by row, marking the refused ones. */
+  async #embedRows(rows: { id: number; text: string }[]): Promise<{ id: number; vector: Float32Array | null }[]> {
+    const { client } = this.#options;
+    try {
+      const vectors = await client.embed(
+        rows.map((row) => row.text),
+        this.#abort.signal,
+      );
+      return rows.map((row, i) => ({ id: row.id, vector: vectors[i] ?? null }));
+    } catch (error) {
+      if (!(error instanceof EmbeddingsError && error.rejectedInput)) throw error;
+    }
+    const out: { id: number; vector: Float32Array | null }[] = [];
+    for (const row of rows) {
+      try {
+        const [vector] = await client.embed([row.text], this.#abort.signal);
+        out.push({ id: row.id, vector: vector ?? null });
+      } catch (error) {
+        if (!(error instanceof EmbeddingsError && error.rejectedInput)) throw error;
+        this.#options.logger.warn({ err: error.message, chunk_id: row.id }, 'embeddings provider refused a chunk');
+        out.push({ id: row.id, vector: null });
+      }
+    }
+    return out;
+  }
+}
+
+function similarityOf(query: Float32Array, bytes: Buffer | null): number {
+  if (!bytes) return 0;
+  const vector = decodeVector(bytes);
+  return vector ? Math.max(0, dot(query, vector)) : 0;
+}
+
+function clamp01(x: number): number {
+  return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
