@@ -2,8 +2,8 @@ import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
 import { buildOpenApi, DOCS_PAGE } from '../http/openapi.js';
 
 /**
- * GET /openapi.json and GET /docs (no auth: they describe the API, they hold
- * no data). `routes` is read lazily so the document lists every registered
+ * GET /openapi.json and GET /docs. Like every route but health they need a
+ * token under the standard profile (DECISIONS §4). `routes` is read lazily so the document lists every registered
  * route, these two included.
  */
 export function docsRoutes(deps: {
@@ -17,8 +17,7 @@ export function docsRoutes(deps: {
     defineRoute({
       method: 'GET',
       path: '/openapi.json',
-      permission: 'none',
-      rateGroup: null,
+      permission: 'api',
       summary: 'The OpenAPI 3.1 document of this API',
       tags: ['docs'],
       handler: () => {
@@ -35,8 +34,7 @@ export function docsRoutes(deps: {
     defineRoute({
       method: 'GET',
       path: '/docs',
-      permission: 'none',
-      rateGroup: null,
+      permission: 'api',
       summary: 'A browsable page of the API',
       tags: ['docs'],
       handler: () => new HttpResult(200, DOCS_PAGE, { 'content-type': 'text/html; charset=utf-8' }),

@@ -86,6 +86,7 @@ export function createGuard(options: GuardOptions): Guard {
   const hostPolicy = createHostPolicy(auth.allowed_hosts, config.gateway.host);
   const originPolicy = createOriginPolicy(auth.allowed_origins);
   const lastApiTokenAudit = new Map<string, number>();
+  const lastSuccessAudit = new Map<string, number>();
 
   const auditEvent = (request: GuardRequest, entry: Omit<AuditEntry, 'ip' | 'mode' | 'path'>): void => {
     const ip = request.remoteAddress ?? '';
@@ -106,8 +107,44 @@ export function createGuard(options: GuardOptions): Guard {
     throw error;
   };
 
+  /**
+   * `X-RateLimit-*` for a limited route's response when no token was resolved
+   * (401, cross-site 403): nothing is counted — limits are per token — but the
+   * headers still describe the group's window (DECISIONS §4: every response).
+   */
+  const uncountedRateHeaders = (group: RateGroup | null): Record<string, string> => {
+    if (!group) return {};
+    const windowMs = 60_000;
+    const now = clock.now();
+    const reset = Math.max(1, Math.ceil((Math.floor(now / windowMs) * windowMs + windowMs - now) / 1000));
+    const limit = config.security.rate_limits[group];
+    return {
+      'x-ratelimit-limit': String(limit),
+      'x-ratelimit-remaining': String(limit),
+      'x-ratelimit-reset': String(reset),
+    };
+  };
+  const rejectUncounted = (
+    request: GuardRequest,
+    route: GuardRoute,
+    error: ApiError,
+    reason: string,
+    user = '',
+  ): never => {
+    Object.assign(error.headers, uncountedRateHeaders(route.rateGroup));
+    return reject(request, error, reason, user);
+  };
+
   const noteTokenUse = (request: GuardRequest, principal: Principal): void => {
     if (!principal.fingerprint) return;
+    // auth_success: a token's successful authentication, at most once a minute per token (every time under extended).
+    const nowMs = clock.now();
+    const lastSuccess = lastSuccessAudit.get(principal.fingerprint);
+    if (profile === 'extended' || lastSuccess === undefined || nowMs - lastSuccess >= TOKEN_USED_INTERVAL_MS) {
+      if (lastSuccessAudit.size > 10_000) lastSuccessAudit.clear();
+      lastSuccessAudit.set(principal.fingerprint, nowMs);
+      auditEvent(request, { event: 'auth_success', user: principal.fingerprint });
+    }
     if (principal.role === 'api' && profile !== 'extended') {
       const now = clock.now();
       const last = lastApiTokenAudit.get(principal.fingerprint);
@@ -144,18 +181,26 @@ export function createGuard(options: GuardOptions): Guard {
       }
 
       // Origin on every route; Host on admin routes (standard) or every route (extended).
-      if (!originAllowed(request)) reject(request, errors.crossSite(), 'origin_rejected');
+      if (!originAllowed(request)) rejectUncounted(request, route, errors.crossSite(), 'origin_rejected');
       const hostChecked = profile === 'extended' || route.permission === 'admin';
-      if (hostChecked && !hostAllowed(request)) reject(request, errors.crossSite(), 'host_rejected');
+      if (hostChecked && !hostAllowed(request)) rejectUncounted(request, route, errors.crossSite(), 'host_rejected');
 
       if (route.permission === 'none') return { principal: ANONYMOUS, rateHeaders: {}, loopbackTrusted };
 
       const presented = extractToken(request.headers, auth.token_header);
-      if (!presented) reject(request, errors.unauthorized('missing token'), 'missing_token');
+      if (!presented) rejectUncounted(request, route, errors.unauthorized('missing token'), 'missing_token');
       const principal = principalFor(presented!.token);
       if (!principal) {
-        reject(request, errors.unauthorized('invalid token'), 'invalid_token', fingerprintToken(presented!.token));
+        rejectUncounted(
+          request,
+          route,
+          errors.unauthorized('invalid token'),
+          'invalid_token',
+          fingerprintToken(presented!.token),
+        );
       }
+      // Every use of a valid token is noted, even when it is then refused (429, 403).
+      noteTokenUse(request, principal!);
 
       let rateHeaders: Record<string, string> = {};
       if (route.rateGroup) {
@@ -181,7 +226,6 @@ export function createGuard(options: GuardOptions): Guard {
         Object.assign(error.headers, rateHeaders);
         reject(request, error, 'admin_required', principal!.fingerprint!);
       }
-      noteTokenUse(request, principal!);
       return { principal: principal!, rateHeaders, loopbackTrusted };
     },
 

@@ -108,6 +108,14 @@ export function buildHttpServer(options: HttpServerOptions) {
     trustProxy: false,
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    // Errors Fastify raises before routing (a malformed %-escape, an over-long path segment)
+    // still get the envelope and the request id.
+    frameworkErrors: (error, request, reply) => {
+      const notFound = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      const apiError = notFound ? new ApiError('NOT_FOUND', 'route not found') : errors.badRequest('malformed URL');
+      const raw = reply as unknown as FastifyReply;
+      void raw.code(apiError.status).header('x-request-id', request.id).send(errorEnvelope(apiError, request.id));
+    },
   });
   app.decorateRequest('gatehouse', null);
 

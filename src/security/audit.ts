@@ -1,4 +1,5 @@
-import { chmod, mkdir, open, type FileHandle } from 'node:fs/promises';
+import { chmodSync, closeSync, fdatasync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isoTime, type Clock } from '../lib/clock.js';
 import { createWindowCounter } from './rate-limit.js';
@@ -124,10 +125,11 @@ async function syncDir(dir: string): Promise<void> {
 
 /**
  * Opens the audit log. Lines are appended to a file created with mode 0600 in
- * a directory created with mode 0700. Writes are batched: `record` only
- * queues, and one async loop writes everything queued, then calls `datasync`
- * once, so a burst of records costs one fsync. A write failure drops that
- * batch, reports through `onError`, and the next batch reopens the file.
+ * a directory created with mode 0700. `record` appends its line at once (a
+ * synchronous write to the OS, so the line is in the file before the response
+ * that caused it leaves); the fsync is batched: one async `fdatasync` covers
+ * every line written since the last one. A write failure drops that line,
+ * reports through `onError`, and the next record reopens the file.
  */
 export function createAuditLog(options: AuditLogOptions): AuditLog {
   const maxQueue = options.maxQueue ?? DEFAULT_AUDIT_MAX_QUEUE;
@@ -135,10 +137,9 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
   const file = auditLogPath(options.dataDir);
   const scrub = options.scrub;
 
-  let queue: string[] = [];
-  let inFlight = 0; // lines taken by the loop but not yet written; counted against maxQueue
+  let unsynced = 0; // lines written but not yet fsync'd
   let loop: Promise<void> | null = null;
-  let handle: FileHandle | null = null;
+  let fd: number | null = null;
   let closed = false;
   let closing: Promise<void> | null = null;
   let overflowReported = false;
@@ -179,45 +180,45 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     }
   }
 
-  async function ensureOpen(): Promise<FileHandle> {
-    if (handle) return handle;
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    await chmod(dir, 0o700).catch(() => undefined);
-    const opened = await open(file, 'a', 0o600);
+  function ensureOpen(): number {
+    if (fd !== null) return fd;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
     try {
-      await opened.chmod(0o600); // also tightens a pre-existing file
+      chmodSync(dir, 0o700);
+    } catch {
+      // best effort
+    }
+    const created = openSync(file, 'a', 0o600);
+    try {
+      if ((fstatSync(created).mode & 0o777) !== 0o600) chmodSync(file, 0o600); // tighten a pre-existing file
     } catch {
       // best effort: some filesystems do not support modes
     }
-    await syncDir(dir);
-    handle = opened;
-    return opened;
+    fd = created;
+    void syncDir(dir);
+    return created;
+  }
+
+  function datasync(descriptor: number): Promise<void> {
+    return new Promise((resolve, reject) => fdatasync(descriptor, (err) => (err ? reject(err) : resolve())));
   }
 
   async function drain(): Promise<void> {
-    while (queue.length > 0) {
-      const batch = queue;
-      queue = [];
-      inFlight = batch.length;
+    while (unsynced > 0 && fd !== null) {
+      const count = unsynced;
+      unsynced = 0;
       try {
-        const fh = await ensureOpen();
-        await fh.write(batch.join('\n') + '\n');
-        await fh.datasync();
+        await datasync(fd);
         stats.syncs += 1;
-        stats.written += batch.length;
+        stats.written += count;
         failureReported = false;
-        inFlight = 0;
-        if (queue.length < maxQueue) overflowReported = false;
+        overflowReported = false;
       } catch (err) {
-        inFlight = 0;
-        stats.dropped += batch.length;
-        const old = handle;
-        handle = null;
-        await old?.close().catch(() => undefined);
+        stats.dropped += count;
         if (!failureReported) {
           failureReported = true;
           const cause = err instanceof Error ? err : new Error(String(err));
-          report(new Error(`audit log write failed (${batch.length} records lost): ${cause.message}`, { cause }));
+          report(new Error(`audit log sync failed (${count} records at risk): ${cause.message}`, { cause }));
         }
       }
     }
@@ -225,12 +226,12 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
 
   function schedule(): void {
     if (loop !== null) return;
-    // Start on a later microtask so a synchronous burst of records lands in one batch.
+    // Start on a later microtask so a synchronous burst of records shares one fsync.
     loop = Promise.resolve()
       .then(drain)
       .finally(() => {
         loop = null;
-        if (queue.length > 0) schedule();
+        if (unsynced > 0) schedule();
       });
   }
 
@@ -241,7 +242,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
   return {
     record(entry: AuditEntry): void {
       if (closed) return;
-      if (queue.length + inFlight >= maxQueue) {
+      if (unsynced >= maxQueue) {
         stats.dropped += 1;
         if (!overflowReported) {
           overflowReported = true;
@@ -261,7 +262,27 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
         report(new Error('audit record withheld: it could not be written without a secret'));
         return;
       }
-      queue.push(line);
+      try {
+        writeSync(ensureOpen(), line + '\n');
+      } catch (err) {
+        stats.dropped += 1;
+        const old = fd;
+        fd = null;
+        if (old !== null) {
+          try {
+            closeSync(old);
+          } catch {
+            // already gone
+          }
+        }
+        if (!failureReported) {
+          failureReported = true;
+          const cause = err instanceof Error ? err : new Error(String(err));
+          report(new Error(`audit log write failed: ${cause.message}`, { cause }));
+        }
+        return;
+      }
+      unsynced += 1;
       schedule();
     },
     flush,
@@ -270,9 +291,9 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       closed = true;
       closing = (async () => {
         await flush();
-        const fh = handle;
-        handle = null;
-        await fh?.close();
+        const descriptor = fd;
+        fd = null;
+        if (descriptor !== null) closeSync(descriptor);
       })();
       return closing;
     },

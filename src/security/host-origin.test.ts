@@ -249,6 +249,17 @@ describe('isOriginAllowed', () => {
     expect(isOriginAllowed('https://dashboard.example.com:8443', ctx)).toBe(false);
   });
 
+  it('an https Origin is not the own origin of a gateway reached directly on loopback', () => {
+    const empty = createOriginPolicy([]);
+    expect(
+      isOriginAllowed('https://127.0.0.1:58123', {
+        policy: empty,
+        hostHeader: '127.0.0.1:58123',
+        hostPolicy: loopback,
+      }),
+    ).toBe(false);
+  });
+
   it("the gateway's own origin → allowed when its Host passes", () => {
     const empty = createOriginPolicy([]);
     expect(

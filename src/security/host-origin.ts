@@ -265,8 +265,10 @@ export interface OriginCheckContext {
  * DECISIONS §4):
  * - no Origin header → allowed ("Local clients without an Origin header are unaffected");
  * - an Origin in `allowed_origins` → allowed;
- * - the gateway's own origin — its host and port equal the request's Host
- *   (default ports dropped) and that Host passes the Host policy → allowed;
+ * - the gateway's own origin — scheme http (or https when `allowed_hosts`
+ *   lists the public hosts of a TLS proxy), its host and port equal the
+ *   request's Host (default ports dropped) and that Host passes the Host
+ *   policy → allowed;
  * - anything else, including the literal `null` and an empty value → rejected.
  */
 export function isOriginAllowed(origin: string | undefined, ctx: OriginCheckContext): boolean {
@@ -276,7 +278,10 @@ export function isOriginAllowed(origin: string | undefined, ctx: OriginCheckCont
   const normalized = `${parsed.protocol}//${parsed.host}${parsed.port === null ? '' : `:${parsed.port}`}`;
   if (ctx.policy.origins.has(normalized)) return true;
 
+  // DECISIONS §4: scheme + Host. The gateway itself serves plain HTTP, so its own origin is http;
+  // https counts only behind a TLS proxy, i.e. when `allowed_hosts` names the public hosts.
   if (ctx.hostHeader === undefined) return false;
+  if (parsed.protocol !== 'http:' && !(parsed.protocol === 'https:' && ctx.hostPolicy.kind === 'list')) return false;
   const host = splitHost(ctx.hostHeader);
   if (host === null) return false;
   const fallback = defaultPort(parsed.protocol);

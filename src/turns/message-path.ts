@@ -11,7 +11,8 @@ import type { Store } from '../store/index.js';
 import { Intake } from './intake.js';
 import { TurnEventHub } from './turn-events.js';
 import { TurnQueue } from './turn-queue.js';
-import { TurnRunner, type ChatCommand } from './turn-runner.js';
+import { messageView, TurnRunner, type ChatCommand } from './turn-runner.js';
+import { emptyTotals } from '../runtime/agent.js';
 import { TurnWaiters } from './turn-waiters.js';
 import { interruptTurns, listTurnsByStatus } from './turns.repo.js';
 
@@ -145,15 +146,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
       await hub.open(eventId);
       hub.publish(eventId, 'done', {
         status: 'interrupted',
-        message: {
-          id: null,
-          role: 'assistant',
-          content: null,
-          tool_calls: [],
-          cost: { input_tokens: 0, output_tokens: 0, total_usd: 0 },
-          status: 'interrupted',
-          event_id: eventId,
-        },
+        message: messageView(eventId, 'interrupted', null, null, emptyTotals()),
       });
       hub.release(eventId);
     }

@@ -50,9 +50,9 @@ export interface InboundPayload {
 
 /** The Message shape (DECISIONS §5) that answers a turn. */
 export interface MessageView {
-  id: string | null;
+  id: string;
   role: 'assistant';
-  content: string | null;
+  content: string;
   tool_calls: Array<{ id: string; name: string; arguments: string; result?: unknown }>;
   cost: { input_tokens: number; output_tokens: number; total_usd: number };
   status: string;
@@ -99,9 +99,11 @@ export function messageView(
   totals: TurnTotals,
 ): MessageView {
   return {
-    id: messageId,
+    // A turn that ends or pauses without a stored reply still answers a Message with a string id
+    // (derived from its event, so every replay shows the same one) and string content.
+    id: messageId ?? `msg_${eventId.replace(/^evt_/, '')}`,
     role: 'assistant',
-    content,
+    content: content ?? '',
     tool_calls: totals.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments, result: c.result })),
     cost: {
       input_tokens: totals.inputTokens,

@@ -6,6 +6,16 @@ import { lastTurnEventSeq } from './turn-events.repo.js';
 import { getTurn, isTerminalStatus } from './turns.repo.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
 
+/**
+ * What an SSE event carries (DECISIONS §5): `done` carries the Message itself,
+ * `error` the error object; the other events their data as published.
+ */
+function wireData(event: TurnEvent): unknown {
+  if (event.type === 'done') return event.data.message ?? event.data;
+  if (event.type === 'error') return event.data.error ?? event.data;
+  return event.data;
+}
+
 /** Statuses a turn pauses in (its stream may end there: see `endOnPause`). */
 const PAUSED: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
 
@@ -32,12 +42,12 @@ export async function streamTurnEvents(
     if (sse.closed || event.seq <= lastSent) return;
     lastSent = event.seq;
     if (live && options.endOnPause && event.type === 'status' && PAUSED.has(String(event.data.status))) {
-      sse.send('done', event.data, options.withIds ? event.seq : undefined);
+      sse.send('done', event.data.message ?? event.data, options.withIds ? event.seq : undefined);
       sse.close();
       return;
     }
     if (!options.types || options.types.has(event.type)) {
-      sse.send(event.type, event.data, options.withIds ? event.seq : undefined);
+      sse.send(event.type, wireData(event), options.withIds ? event.seq : undefined);
     }
     if (event.type === 'done' || event.type === 'error') sse.close();
   };
@@ -60,7 +70,7 @@ export async function streamTurnEvents(
       // A client resuming after the last stored event has seen the end already: just close.
       const lastSeq = await lastTurnEventSeq(store.db, eventId);
       if (!(lastSeq > 0 && lastSeq <= options.afterSeq)) {
-        sse.send('done', { status: turn.status, message: turnOutcomeMessage(turn) });
+        sse.send('done', turnOutcomeMessage(turn));
       }
       sse.close();
     }

@@ -309,10 +309,10 @@ describe('crash and restart of the built server', () => {
     }
     const last = events[events.length - 1]!;
     expect(last.event).toBe('done');
-    const done = last.data as { status: string; message: { content: string; event_id: string } };
+    const done = last.data as { status: string; content: string; event_id: string };
     expect(done.status).toBe('completed');
-    expect(done.message.content).toBe('one two three four five six');
-    expect(done.message.event_id).toBe(eventId);
+    expect(done.content).toBe('one two three four five six');
+    expect(done.event_id).toBe(eventId);
     expect(events.filter((e) => e.event === 'done')).toHaveLength(1);
     const text = events
       .filter((e) => e.event === 'delta')

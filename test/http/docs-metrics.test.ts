@@ -11,7 +11,8 @@ describe('OpenAPI document and docs page', () => {
   afterAll(() => t.close());
 
   it('validates against the OpenAPI 3.1 schema', async () => {
-    const res = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+    expect((await t.gateway.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).statusCode).toBe(401);
+    const res = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/openapi.json', headers: apiHeaders });
     expect(res.statusCode).toBe(200);
     const doc = res.json();
     expect(doc.openapi).toBe('3.1.0');
@@ -21,7 +22,7 @@ describe('OpenAPI document and docs page', () => {
   });
 
   it('lists every registered route with its permission', async () => {
-    const doc = (await t.gateway.app.inject({ method: 'GET', url: '/api/openapi.json' })).json<{
+    const doc = (await t.gateway.app.inject({ method: 'GET', url: '/api/openapi.json', headers: apiHeaders })).json<{
       paths: Record<string, Record<string, { 'x-permission': string }>>;
     }>();
     const prefix = t.config.gateway.api_prefix;
@@ -38,7 +39,7 @@ describe('OpenAPI document and docs page', () => {
   });
 
   it('serves a browsable page', async () => {
-    const res = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/docs' });
+    const res = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/docs', headers: apiHeaders });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toContain('text/html');
     expect(res.body).toContain('openapi.json');

@@ -268,7 +268,8 @@ describe('the agent behind the message routes', () => {
       expect(first.message.cost.total_usd).toBeGreaterThan(0.000001);
       const second = await ask(h, 'spend more');
       expect(second.status).toBe('incomplete');
-      expect(second.message.content).toBeNull();
+      expect(second.message.content).toBe('');
+      expect(typeof second.message.id).toBe('string');
       expect(await turn(h, second.event_id)).toMatchObject({
         status: 'incomplete',
         termination_reason: 'budget_exceeded',

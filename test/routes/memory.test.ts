@@ -345,7 +345,7 @@ describe('memory and knowledge in the OpenAPI document', () => {
   });
 
   it('lists their routes with permissions and rate groups, and the document stays valid', async () => {
-    const doc = (await rig.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json<{
+    const doc = (await rig.inject({ method: 'GET', url: '/api/v1/openapi.json', headers: apiHeaders })).json<{
       paths: Record<string, Record<string, { 'x-permission': string; 'x-rate-group': string | null }>>;
     }>();
     expect(doc.paths['/api/v1/memory']?.get?.['x-permission']).toBe('api');

@@ -252,9 +252,10 @@ describe('sessions API', () => {
         .map((e) => (e.data as { content: string }).content)
         .join('');
       expect(text).toBe('one two three');
-      const done = events.at(-1)!.data as { status: string; message: Record<string, unknown> };
-      expect(done.status).toBe('completed');
-      expect(done.message).toMatchObject({ role: 'assistant', content: 'one two three', status: 'completed' });
+      // `done` carries the Message itself (DECISIONS §5).
+      const done = events.at(-1)!.data as Record<string, unknown>;
+      expect(done).toMatchObject({ role: 'assistant', content: 'one two three', status: 'completed' });
+      expect(typeof done.id).toBe('string');
     });
 
     it(
@@ -270,15 +271,14 @@ describe('sessions API', () => {
         const first = await sendTo(h, session.id, { content: 'pick one' }, { accept: 'text/event-stream' });
         const events = parseSse(first.body);
         expect(events.map((e) => e.event)).toEqual(['tool_call', 'done']);
-        const done = events.at(-1)!.data as { status: string; message: Record<string, unknown> };
-        expect(done.status).toBe('waiting_clarification');
-        expect(done.message).toMatchObject({ status: 'waiting_clarification', content: 'Which one?' });
+        const done = events.at(-1)!.data as Record<string, unknown>;
+        expect(done).toMatchObject({ role: 'assistant', status: 'waiting_clarification', content: 'Which one?' });
 
         // The answer streams the resumed run to its end.
         const answer = await sendTo(h, session.id, { content: 'blue' }, { accept: 'text/event-stream' });
         const resumed = parseSse(answer.body);
         expect(resumed.map((e) => e.event)).toEqual(['tool_result', 'delta', 'delta', 'done']);
-        expect(resumed.at(-1)!.data).toMatchObject({ status: 'completed', message: { content: 'the blue one' } });
+        expect(resumed.at(-1)!.data).toMatchObject({ status: 'completed', content: 'the blue one' });
       },
     );
   });
@@ -371,9 +371,10 @@ describe('sessions API', () => {
       expect(res.statusCode).toBe(200);
       const events = parseSse(res.body);
       expect(events.at(-1)!.event).toBe('error');
-      const data = events.at(-1)!.data as { error: { code: string; details: { event_id: string } } };
-      expect(data.error.code).toBe('UPSTREAM_ERROR');
-      expect(data.error.details.event_id).toMatch(/^evt_/);
+      // `error` carries the error object itself (DECISIONS §5).
+      const data = events.at(-1)!.data as { code: string; details: { event_id: string } };
+      expect(data.code).toBe('UPSTREAM_ERROR');
+      expect(data.details.event_id).toMatch(/^evt_/);
       expect(events.map((e) => e.event)).not.toContain('done');
     });
   });

@@ -601,7 +601,7 @@ describe('skills API', () => {
     });
 
     it('the OpenAPI document describes the skills routes and stays valid', async () => {
-      const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json' });
+      const res = await app.inject({ method: 'GET', url: '/api/v1/openapi.json', headers: apiHeaders });
       expect(res.statusCode).toBe(200);
       const doc = res.json<{ paths: Record<string, Record<string, { 'x-permission'?: string }>> }>();
       expect(doc.paths['/api/v1/skills']?.post?.['x-permission']).toBe('admin');

@@ -123,8 +123,10 @@ describe('turn ledger API', () => {
       expect(list.map((e) => e.event)).toEqual(['status', 'delta', 'delta', 'delta', 'done']);
       expect(list[0]!.data).toEqual({ status: 'running' });
       expect(list.at(-1)!.data).toMatchObject({
+        role: 'assistant',
         status: 'completed',
-        message: { content: 'abcdef', event_id: eventId },
+        content: 'abcdef',
+        event_id: eventId,
       });
     });
 
@@ -169,7 +171,7 @@ describe('turn ledger API', () => {
       expect(list.map((e) => e.event)).toEqual(['status', 'tool_call', 'tool_result', 'delta', 'delta', 'done']);
       expect(list.map((e) => e.id)).toEqual(['1', '2', '3', '4', '5', '6']);
       expect(list[2]!.data).toMatchObject({ name: 'slow_step', result: { done: true } });
-      expect(list.at(-1)!.data).toMatchObject({ status: 'completed', message: { content: 'finished' } });
+      expect(list.at(-1)!.data).toMatchObject({ status: 'completed', content: 'finished' });
     });
 
     it('follows an accepted turn from before it starts', async () => {
@@ -191,7 +193,7 @@ describe('turn ledger API', () => {
       gate.resolve();
       const list = parseSse((await following).body);
       expect(list.map((e) => e.event)).toEqual(['status', 'delta', 'delta', 'delta', 'done']);
-      expect(list.at(-1)!.data).toMatchObject({ message: { content: 'fake: second', event_id: second } });
+      expect(list.at(-1)!.data).toMatchObject({ content: 'fake: second', event_id: second });
     });
 
     it('a restart interrupts the running turn (shutdown) and runs the accepted ones', async () => {
