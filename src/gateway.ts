@@ -37,6 +37,7 @@ import type { IdentityCheck } from './channels/identity-check.js';
 import { createWebhookChannel, type WebhookChannel } from './channels/webhook/webhook.channel.js';
 import { createWebSocketChannel, type WebSocketChannel } from './channels/websocket/websocket.channel.js';
 import { EventBus } from './events/event-bus.js';
+import { publishWrites } from './events/publish-writes.js';
 import { createPairingService, type PairingService } from './pairing/pairing.service.js';
 import { pairingRoutes } from './pairing/pairing.routes.js';
 import { docsRoutes } from './docs/docs.routes.js';
@@ -259,6 +260,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const messages = createMessagePath({
     onOutcome: (status, ms) => metrics.turnDuration.observe({ status }, ms / 1000),
     onReplay: () => metrics.idempotencyReplays.inc(),
+    onAccepted: (sessionKey, eventId) => {
+      if (bus.hasListeners('sessions')) bus.publish('sessions', 'updated', { id: sessionKey, event_id: eventId });
+    },
     systemContext: [skillsSystemContext(skills)],
     commands: { ...skillCommands(skills, { isAdminUser }) },
     config,
@@ -357,19 +361,23 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       wsClients: () => wsClients(),
       sessionCounts: () => countSessions(store.db),
     }),
-    ...sessionRoutes({
-      store,
-      clock,
-      ids,
-      intake: messages.intake,
-      waiters: messages.waiters,
-      hub: messages.hub,
-      replyTimeoutMs: Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000,
-    }),
+    ...publishWrites(
+      sessionRoutes({
+        store,
+        clock,
+        ids,
+        intake: messages.intake,
+        waiters: messages.waiters,
+        hub: messages.hub,
+        replyTimeoutMs: Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000,
+      }),
+      bus,
+      'sessions',
+    ),
     ...messageRoutes({ intake: messages.intake, waiters: messages.waiters, checkIdentity }),
     ...turnRoutes({ store, hub: messages.hub, queue: messages.queue, clock, owner: messages.owner }),
     ...pairingRoutes({ service: pairing, auth }),
-    ...cronRoutes({ store, clock, ids, runner: cron }),
+    ...publishWrites(cronRoutes({ store, clock, ids, runner: cron }), bus, 'cron'),
     ...channelRoutes(channels),
     ...logRoutes(logs),
     ...settingsRoutes({ service: settings, logger }),

@@ -7,7 +7,7 @@
 /** Periods of GET /analytics/cost (spec: today, week, month, all). */
 export const COST_PERIODS = ['today', 'week', 'month', 'all'] as const;
 /** Periods of GET /analytics/usage and the variant GET /analytics (spec: today, week, month). */
-export const STAT_PERIODS = ['today', 'week', 'month'] as const;
+export const STAT_PERIODS = ['today', 'week', 'month', 'all'] as const;
 
 /** A period of the cost summary. */
 export type CostPeriod = (typeof COST_PERIODS)[number];
@@ -15,13 +15,13 @@ export type CostPeriod = (typeof COST_PERIODS)[number];
 export type StatPeriod = (typeof STAT_PERIODS)[number];
 
 /** The period used when the query names none (all three endpoints). */
-export const DEFAULT_PERIOD = 'today' satisfies StatPeriod & CostPeriod;
+export const DEFAULT_PERIOD = 'today' satisfies StatPeriod;
 
 /** Most rows of `daily_trend` for period `all`: the latest 366 days (a leap year). */
 export const MAX_TREND_DAYS = 366;
 
 const DAY_MS = 86_400_000;
-const DAYS_OF: Record<StatPeriod, number> = { today: 1, week: 7, month: 30 };
+const DAYS_OF: Record<Exclude<StatPeriod, 'all'>, number> = { today: 1, week: 7, month: 30 };
 
 /**
  * A half-open range of `created_at` values, `[since, until)`, as ISO 8601 UTC

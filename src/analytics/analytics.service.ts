@@ -101,7 +101,7 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsSer
     async usageStats(period) {
       const db = deps.store.db;
       const window = periodWindow(period, deps.clock.now());
-      const since = window.since ?? dayStartIso(window.today);
+      const since = window.since ?? '1970-01-01T00:00:00.000Z';
       const [sessions, counts, extra] = await Promise.all([
         activeSessionCount(db, window),
         messageCounts(db, window),

@@ -31,6 +31,19 @@ export function channelRoutes(registry: ChannelRegistry): RouteDef[] {
       tags: ['channels'],
       handler: () => ({ items: registry.list() }),
     }),
+    defineRoute({
+      method: 'GET',
+      path: '/channels/:channel_name',
+      permission: 'api',
+      summary: 'One channel',
+      tags: ['channels'],
+      params: nameParams,
+      handler: (_ctx, { params }) => {
+        const view = registry.get(params.channel_name);
+        if (!view) throw errors.notFound('channel');
+        return view;
+      },
+    }),
     operation('reconnect', 'Restart a channel'),
     operation('disable', 'Stop a channel (enabled: false, connected: false)'),
     operation('enable', 'Start a disabled channel again'),

@@ -107,6 +107,9 @@ export function buildHttpServer(options: HttpServerOptions) {
     genReqId: (req) => requestIdFor(req.headers['x-request-id']),
     trustProxy: false,
     return503OnClosing: true,
+    // Shutdown must not wait for clients holding streams open (SSE follow, idle keep-alive):
+    // by the time the server closes, draining has already answered them 503 or ended their turns.
+    forceCloseConnections: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
     // Errors Fastify raises before routing (a malformed %-escape, an over-long path segment)
     // still get the envelope and the request id.

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { errors } from '../http/errors.js';
+import { ApiError, errors } from '../http/errors.js';
 import { created, defineRoute, type RouteDef } from '../http/route.js';
 import { objectBody, q } from '../http/validation.js';
 import { presentKnowledge, presentKnowledgeItem } from './knowledge.presenter.js';
@@ -10,7 +10,7 @@ import {
   knowledgeSource,
   parseMetadataFilter,
 } from './knowledge.schema.js';
-import type { KnowledgeService } from './knowledge.service.js';
+import { KNOWLEDGE_MAX_CONTENT_BYTES, type KnowledgeService } from './knowledge.service.js';
 
 const entryParams = z.object({ id: z.string().min(1).max(200) });
 
@@ -74,7 +74,14 @@ export function knowledgeRoutes(deps: KnowledgeRoutesDeps): RouteDef[] {
       tags: ['knowledge'],
       bodyLimit: KNOWLEDGE_BODY_LIMIT,
       body: objectBody(knowledgeCreateFields),
-      handler: async (ctx, { body }) => created(presentKnowledge(await service.create(body, ctx.signal))),
+      handler: async (ctx, { body }) => {
+        if (Buffer.byteLength(body.content, 'utf8') > KNOWLEDGE_MAX_CONTENT_BYTES) {
+          throw new ApiError('PAYLOAD_TOO_LARGE', `content exceeds ${KNOWLEDGE_MAX_CONTENT_BYTES} bytes`, {
+            max_bytes: KNOWLEDGE_MAX_CONTENT_BYTES,
+          });
+        }
+        return created(presentKnowledge(await service.create(body, ctx.signal)));
+      },
     }),
     defineRoute({
       method: 'GET',

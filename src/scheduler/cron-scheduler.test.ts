@@ -268,7 +268,8 @@ describe('CronScheduler on a gateway (echo provider, ManualClock)', () => {
     const job = await r.job('0 0 1 1 *', { enabled: false, prompt: 'now please' });
     r.clock.set(BASE + 3 * MINUTE);
     const run = await r.scheduler.trigger(job.id);
-    expect(run).toMatchObject({ triggeredBy: 'manual', scheduledAt: at(3), startedAt: at(3), status: 'running' });
+    // A manual trigger answers with the outcome once the turn ends (echo: at once).
+    expect(run).toMatchObject({ triggeredBy: 'manual', scheduledAt: at(3), startedAt: at(3), status: 'completed' });
     expect(run?.eventId).toMatch(/^evt_/);
     await r.scheduler.settled();
     expect((await r.runs(job.id))[0]).toMatchObject({ id: run!.id, status: 'completed' });

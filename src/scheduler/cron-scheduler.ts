@@ -2,6 +2,7 @@ import {
   claimScheduledRun,
   finishCronRun,
   listAbandonedRuns,
+  listCronRuns,
   listDueCronJobs,
   listSettledRuns,
   parseSchedule,
@@ -20,6 +21,9 @@ import { createIdGenerator, type IdGenerator } from '../lib/ids.js';
 import type { Logger } from '../logs/logger.js';
 import type { Store } from '../store/index.js';
 import type { SubmitInput } from '../turns/intake.js';
+
+/** How long POST /cron/{id}/trigger waits for its run's outcome before answering with the running run. */
+const TRIGGER_WAIT_MS = 30_000;
 
 /** The door work comes in by (`Intake.submit`); the scheduler never imports the runtime. */
 export interface CronIntake {
@@ -108,6 +112,8 @@ export class CronScheduler implements CronRunner {
   private readonly abandonAfterMs: number;
   /** Turns being awaited, each settling once its run is recorded (or left to reconciliation). */
   private readonly waiting = new Set<Promise<void>>();
+  /** The wait of each followed run, by run id (a manual trigger answers once it settles). */
+  private readonly followed = new Map<string, Promise<void>>();
   private readonly stop = new AbortController();
   /** Ticks run one after another: the tail of the chain. */
   private chain: Promise<void> = Promise.resolve();
@@ -173,7 +179,24 @@ export class CronScheduler implements CronRunner {
     const claimed = await store.writer.run((trx) =>
       startManualRun(trx, { cronId, runId, now, requireAuthorization: this.requireAuthorization }),
     );
-    return claimed ? this.begin(claimed) : null;
+    if (!claimed) return null;
+    const started = await this.begin(claimed);
+    // A manual run answers with its outcome (completed | failed | skipped, DECISIONS §9) when the
+    // turn ends within the wait; a longer one answers while still running and is recorded later.
+    const following = this.followed.get(started.id);
+    if (started.status === 'running' && following) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        following,
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, TRIGGER_WAIT_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+      const runs = await listCronRuns(store.db, cronId, 100);
+      return runs.find((r) => r.id === started.id) ?? started;
+    }
+    return started;
   }
 
   /** Resolves once every turn awaited so far has been recorded (or left to reconciliation). For tests and close. */
@@ -296,8 +319,12 @@ export class CronScheduler implements CronRunner {
       await this.finish(run.id, outcomeOf(turn.status, turn.terminationReason), turn.finishedAt);
     })()
       .catch((err: unknown) => this.log.warn({ run_id: run.id, err: describe(err) }, 'cron run outcome not recorded'))
-      .finally(() => this.waiting.delete(waited));
+      .finally(() => {
+        this.waiting.delete(waited);
+        this.followed.delete(run.id);
+      });
     this.waiting.add(waited);
+    this.followed.set(run.id, waited);
   }
 
   /** Records the outcome of runs nobody is waiting for: turns that ended unobserved, and runs never submitted. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { redactConfig } from '../config/config.redact.js';
 import { errors } from '../http/errors.js';
-import { defineRoute, type RouteDef } from '../http/route.js';
+import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
 import type { Logger } from '../logs/logger.js';
 import { ConfigChangeError, type ConfigChangeResult, type SettingsService } from './settings.service.js';
 
@@ -15,13 +15,17 @@ export interface SettingsRoutesDeps {
 /** A partial configuration: any JSON object (its content is checked against the config schema). */
 const partialBody = z.record(z.string(), z.unknown(), { error: () => 'body must be a JSON object' });
 
-/** The wire shape of PUT/PATCH /config. */
-function present(result: ConfigChangeResult): Record<string, unknown> {
-  return {
-    config: redactConfig(result.config),
-    applied: result.applied,
-    restart_required: result.restartRequired,
-  };
+/**
+ * PUT/PATCH /config answer the configuration after the change (DECISIONS §2:
+ * update → the object), redacted; which keys took effect now and which need
+ * a restart travel in `X-Config-Applied` and `X-Config-Restart-Required`
+ * (comma-separated dotted paths).
+ */
+function present(result: ConfigChangeResult): HttpResult {
+  return new HttpResult(200, redactConfig(result.config), {
+    'x-config-applied': result.applied.join(','),
+    'x-config-restart-required': result.restartRequired.join(','),
+  });
 }
 
 /**
@@ -33,7 +37,7 @@ export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
   const { service } = deps;
   const log = deps.logger?.child({ source: 'config' });
 
-  const change = async (body: Record<string, unknown>, persist: boolean): Promise<Record<string, unknown>> => {
+  const change = async (body: Record<string, unknown>, persist: boolean): Promise<HttpResult> => {
     let result: ConfigChangeResult;
     try {
       result = await service.update(body, { persist });

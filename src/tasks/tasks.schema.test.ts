@@ -28,6 +28,8 @@ describe('priority words', () => {
 describe('status transitions', () => {
   const allowed: Array<[TaskStatus, TaskStatus]> = [
     ['pending', 'running'],
+    ['pending', 'completed'],
+    ['pending', 'failed'],
     ['pending', 'cancelled'],
     ['running', 'completed'],
     ['running', 'failed'],

@@ -44,7 +44,8 @@ export function priorityWord(value: number): PriorityWord {
  * move. Keeping the same status is not a transition and is always allowed.
  */
 export const TASK_TRANSITIONS: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
-  pending: ['running', 'cancelled'],
+  // A person may finish a task without marking it running first.
+  pending: ['running', 'completed', 'failed', 'cancelled'],
   running: ['completed', 'failed', 'cancelled'],
   completed: [],
   failed: [],

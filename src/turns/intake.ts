@@ -52,6 +52,8 @@ export class Intake {
       owner: string;
       /** Told of every keyed request answered from an existing record (metrics). */
       onReplay?: () => void;
+      /** Told of every message newly accepted (after its commit). */
+      onAccepted?: (sessionKey: string, eventId: string) => void;
     },
   ) {}
 
@@ -135,7 +137,10 @@ export class Intake {
     }
     // The event is durable: queue it even if the queue filled meanwhile. If the process dies
     // first, start-up recovery finds it `accepted` and runs it — it is never lost.
-    if (outcome.inserted) queue.enqueue(input.sessionKey, { kind: 'turn', eventId }, { force: true });
+    if (outcome.inserted) {
+      queue.enqueue(input.sessionKey, { kind: 'turn', eventId }, { force: true });
+      this.options.onAccepted?.(input.sessionKey, eventId);
+    }
     return { replay: false, eventId, sessionKey: input.sessionKey };
   }
 

@@ -50,6 +50,8 @@ export interface MessagePathOptions {
   systemContext?: ReadonlyArray<() => Promise<string | null>>;
   /** Extra chat commands (`/approve`, `/deny`…). */
   commands?: Record<string, ChatCommand>;
+  /** Told of every newly accepted message (live feed `sessions`). */
+  onAccepted?: (sessionKey: string, eventId: string) => void;
   /** Metrics hooks. */
   onOutcome?: (status: string, durationMs: number) => void;
   onReplay?: () => void;
@@ -105,6 +107,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     gauge,
     owner,
     ...(options.onReplay ? { onReplay: options.onReplay } : {}),
+    ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
   });
   const webhookIntake = new Intake({
     store,
@@ -115,6 +118,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     gauge,
     owner,
     ...(options.onReplay ? { onReplay: options.onReplay } : {}),
+    ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
   });
   // Live events wake waiters at once. The poll is a safety net, and on PostgreSQL it also finds
   // outcomes of turns another gateway process ran; on SQLite (one process) it can be slow.

@@ -325,15 +325,22 @@ describe('analytics API', () => {
     });
   });
 
+  it('usage and the variant accept period=all (DECISIONS §9: all three)', async () => {
+    const a = await open();
+    for (const url of ['/api/v1/analytics/usage?period=all', '/api/v1/analytics?period=all']) {
+      const res = await a.get(url, apiHeaders);
+      expect(res.statusCode, url).toBe(200);
+      expect(res.json<{ period: string }>().period).toBe('all');
+    }
+  });
+
   describe('errors', () => {
     const invalid: Array<[string, string]> = [
       ['/api/v1/analytics/cost?period=year', 'query.period'],
       ['/api/v1/analytics/cost?period=', 'query.period'],
       ['/api/v1/analytics/cost?period=TODAY', 'query.period'],
       ['/api/v1/analytics/cost?group_by=tool', 'query.group_by'],
-      ['/api/v1/analytics/usage?period=all', 'query.period'],
       ['/api/v1/analytics/usage?period=yesterday', 'query.period'],
-      ['/api/v1/analytics?period=all', 'query.period'],
       ['/api/v1/analytics?group_by=session', 'query.group_by'],
       ['/api/v1/analytics?period=week&period=month', 'query.period'],
     ];

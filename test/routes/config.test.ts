@@ -303,6 +303,18 @@ describe('POST /config/validate', () => {
   });
 });
 
+/** Which keys a PUT/PATCH applied now and which need a restart (response headers). */
+function changeOf(res: { headers: Record<string, string | string[] | number | undefined> }): {
+  applied: string[];
+  restart_required: string[];
+} {
+  const list = (name: string): string[] => {
+    const value = res.headers[name];
+    return typeof value === 'string' && value !== '' ? value.split(',') : [];
+  };
+  return { applied: list('x-config-applied'), restart_required: list('x-config-restart-required') };
+}
+
 describe('PUT /config', () => {
   it('saves the change into the user file and applies live keys', async () => {
     const env = await start();
@@ -313,10 +325,11 @@ describe('PUT /config', () => {
     expect(res.statusCode).toBe(200);
     expectNoSecrets(res);
     const body = res.json();
-    expect(body.applied).toEqual(['agent.approval_required', 'agent.system_prompt', 'logs.level']);
-    expect(body.restart_required).toEqual([]);
-    expect(body.config.logs.level).toBe('debug');
-    expect(body.config.provider.api_key).toBe(REDACTED);
+    expect(changeOf(res).applied).toEqual(['agent.approval_required', 'agent.system_prompt', 'logs.level']);
+    expect(changeOf(res).restart_required).toEqual([]);
+    // The body is the configuration itself (update → the object), redacted.
+    expect(body.logs.level).toBe('debug');
+    expect(body.provider.api_key).toBe(REDACTED);
     expect((await env.inject('GET', '/api/v1/config')).json().agent.system_prompt).toBe('You are terse.');
 
     const raw = readConfigFile(env.file!);
@@ -344,8 +357,8 @@ describe('PUT /config', () => {
     const env = await start();
     const res = await env.inject('PUT', '/api/v1/config', { agent: { max_tool_iterations: null } });
     expect(res.statusCode).toBe(200);
-    expect(res.json().applied).toEqual(['agent.max_tool_iterations']);
-    expect(res.json().config.agent.max_tool_iterations).toBe(8);
+    expect(changeOf(res).applied).toEqual(['agent.max_tool_iterations']);
+    expect(res.json().agent.max_tool_iterations).toBe(8);
     expect(readConfigFile(env.file!).agent).toEqual({});
     expect(loadConfig({ argv: ['--config', env.file!], env: {}, cwd: env.dir }).config.agent.max_tool_iterations).toBe(
       8,
@@ -392,7 +405,7 @@ describe('PUT /config', () => {
       gateway: { auth: { api_tokens: [API_TOKEN], mode: 'pairing' } },
     });
     expect(same.statusCode).toBe(200);
-    expect(same.json()).toMatchObject({ applied: [], restart_required: [] });
+    expect(changeOf(same)).toMatchObject({ applied: [], restart_required: [] });
     expectNoSecrets(same);
   });
 
@@ -402,13 +415,13 @@ describe('PUT /config', () => {
     const current = (await env.inject('GET', '/api/v1/config')).json();
     const same = await env.inject('PUT', '/api/v1/config', current);
     expect(same.statusCode).toBe(200);
-    expect(same.json()).toMatchObject({ applied: [], restart_required: [] });
+    expect(changeOf(same)).toMatchObject({ applied: [], restart_required: [] });
     expect(fileBytes(env).equals(before)).toBe(true); // nothing changed, nothing written
 
     current.logs.level = 'warning';
     const changed = await env.inject('PUT', '/api/v1/config', current);
     expect(changed.statusCode).toBe(200);
-    expect(changed.json().applied).toEqual(['logs.level']);
+    expect(changeOf(changed).applied).toEqual(['logs.level']);
     expectNoSecrets(changed);
     const reloaded = loadConfig({ argv: ['--config', env.file!], env: {}, cwd: env.dir }).config;
     expect(reloaded.logs.level).toBe('warning');
@@ -428,12 +441,12 @@ describe('PUT /config', () => {
       budget: { daily_usd: 12.5 },
     });
     expect(res.statusCode).toBe(200);
-    expect(res.json().applied).toEqual([
+    expect(changeOf(res).applied).toEqual([
       'budget.daily_usd',
       'provider.pricing.gpt-4o-mini',
       'security.rate_limits.read',
     ]);
-    expect(res.json().restart_required).toEqual(['gateway.max_body_bytes', 'gateway.port', 'provider.model']);
+    expect(changeOf(res).restart_required).toEqual(['gateway.max_body_bytes', 'gateway.port', 'provider.model']);
     const active = (await env.inject('GET', '/api/v1/config')).json();
     expect(active.gateway.port).toBe(0);
     expect(active.budget.daily_usd).toBe(12.5);
@@ -483,7 +496,7 @@ describe('PATCH /config', () => {
     });
     expect(res.statusCode).toBe(200);
     expectNoSecrets(res);
-    expect(res.json()).toMatchObject({ applied: ['agent.max_tool_iterations', 'logs.level'], restart_required: [] });
+    expect(changeOf(res)).toMatchObject({ applied: ['agent.max_tool_iterations', 'logs.level'], restart_required: [] });
     expect((await env.inject('GET', '/api/v1/config')).json().agent.max_tool_iterations).toBe(2);
     expect(fileBytes(env).equals(before)).toBe(true);
   });
@@ -570,7 +583,7 @@ describe('live apply through the gateway wiring (skipped until gateway.ts wires 
       const env = await start({ provider });
       if (!env.wired) ctx.skip();
       const patched = await env.inject('PATCH', '/api/v1/config', { agent: { system_prompt: 'Answer in haiku.' } });
-      expect(patched.json().applied).toEqual(['agent.system_prompt']);
+      expect(changeOf(patched).applied).toEqual(['agent.system_prompt']);
       const res = await env.inject(
         'POST',
         '/api/v1/message',

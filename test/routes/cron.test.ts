@@ -240,11 +240,11 @@ describe('cron API', () => {
         cron_id: job.id,
         scheduled_at: at(1),
         started_at: at(1),
-        finished_at: null,
-        status: 'running',
+        status: 'completed',
         reason: null,
         triggered_by: 'manual',
       });
+      expect(run.finished_at).toMatch(ISO_MS);
       expect(run.id).toMatch(/^crun_/);
       expect(run.event_id).toMatch(/^evt_/);
       await h.scheduler.settled();

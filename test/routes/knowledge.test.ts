@@ -256,7 +256,7 @@ describe('knowledge API', () => {
         content: `${content}x`,
         source: 's',
       });
-      expect(tooBigContent.statusCode).toBe(400);
+      expect(tooBigContent.statusCode).toBe(413);
       const overCap = await send('POST', '/api/v1/knowledge', 'x'.repeat(KNOWLEDGE_BODY_LIMIT + 1));
       expect(overCap.statusCode).toBe(413);
       expect(overCap.json().error.code).toBe('PAYLOAD_TOO_LARGE');
@@ -286,6 +286,12 @@ describe('knowledge API', () => {
   });
 
   describe('errors', () => {
+    it('POST takes source as optional (default "api")', async () => {
+      const res = await send('POST', '/api/v1/knowledge', { title: 't', content: 'c' });
+      expect(res.statusCode).toBe(201);
+      expect(res.json().source).toBe('api');
+    });
+
     it('POST validates title, content, source and metadata', async () => {
       const ok = { title: 't', content: 'c', source: 's' };
       const bad: unknown[] = [
@@ -296,7 +302,6 @@ describe('knowledge API', () => {
         { ...ok, content: '  ' },
         { ...ok, content: 5 },
         { ...ok, content: 'nul\u0000' },
-        { ...ok, source: undefined },
         { ...ok, source: '' },
         { ...ok, metadata: [] },
         { ...ok, metadata: 'x' },

@@ -260,13 +260,13 @@ describe('webhook server (in process, fakes)', () => {
     expect(signed.json()).toMatchObject({ error: { code: 'BAD_REQUEST', message: 'invalid JSON body' } });
   });
 
-  it('answers 503 while the gateway drains, health still ok', async () => {
+  it('answers 503 while the gateway drains, health included', async () => {
     const h = await harness({ draining: true });
     const res = await post(h.app, message);
     expect(res.statusCode).toBe(503);
     expect(res.json()).toMatchObject({ error: { code: 'UNAVAILABLE', message: 'gateway is shutting down' } });
     expect(h.submitted).toHaveLength(0);
-    expect((await h.app.inject({ method: 'GET', url: '/hook/health' })).statusCode).toBe(200);
+    expect((await h.app.inject({ method: 'GET', url: '/hook/health' })).statusCode).toBe(503);
   });
 
   it('never logs the secret or the signature', async () => {

@@ -42,7 +42,7 @@ export interface WebhookServerDeps {
   maxPending: number;
   /** Called once per newly accepted message (channel stats). */
   onAccepted: () => void;
-  /** True once shutdown began: `POST {path}` answers 503 (DECISIONS §12), health still answers. */
+  /** True once shutdown began: every request answers 503 (DECISIONS §12). */
   isDraining: () => boolean;
 }
 
@@ -149,7 +149,11 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
     void reply.code(404).send(errorEnvelope(new ApiError('NOT_FOUND', 'route not found'), request.id));
   });
 
-  app.get(path === '/' ? '/health' : `${path}/health`, async () => ({ status: 'ok' }));
+  // While draining every request is 503 UNAVAILABLE, health included (DECISIONS §9, §12).
+  app.get(path === '/' ? '/health' : `${path}/health`, async () => {
+    if (deps.isDraining()) throw errors.unavailable('gateway is shutting down');
+    return { status: 'ok' };
+  });
 
   app.post(path, async (request, reply) => {
     if (deps.isDraining()) throw errors.unavailable('gateway is shutting down');
