@@ -30,6 +30,8 @@ const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const HERE = import.meta.dirname;
 
 const TOKEN = 'bench-token';
+/** Admin token, used only to read the turn ledger while draining (so the measured token is an api token). */
+const ADMIN_TOKEN = 'bench-admin-token';
 const HIGH_LIMIT = 100_000_000;
 const ERROR_BUDGET = 0.01;
 
@@ -173,7 +175,7 @@ interface Gateway {
 async function startGateway(tmp: string, modelUrl: string): Promise<Gateway> {
   const config = {
     data_dir: join(tmp, 'data'),
-    gateway: { host: '127.0.0.1', port: 0, auth: { api_tokens: [TOKEN] } },
+    gateway: { host: '127.0.0.1', port: 0, auth: { api_tokens: [TOKEN], admin_tokens: [ADMIN_TOKEN] } },
     security: {
       rate_limits: { read: HIGH_LIMIT, write: HIGH_LIMIT, analytics: HIGH_LIMIT, lifecycle: HIGH_LIMIT },
     },
@@ -254,7 +256,9 @@ async function drain(gateway: Gateway, lastPerSession: Iterable<string>): Promis
   while (pending.size > 0) {
     if (performance.now() > deadline) throw new Error(`backlog did not drain in 180 s (${pending.size} sessions busy)`);
     for (const eventId of [...pending]) {
-      const { status, json } = await call(`${gateway.url}/api/v1/turns/${eventId}`, 'GET');
+      const { status, json } = await call(`${gateway.url}/api/v1/turns/${eventId}`, 'GET', undefined, {
+        'x-api-token': ADMIN_TOKEN,
+      });
       if (status !== 200) throw new Error(`GET /turns/${eventId} → HTTP ${status}: ${JSON.stringify(json)}`);
       if (json.status === 'accepted' || json.status === 'running') break;
       pending.delete(eventId);
