@@ -1,20 +1,17 @@
 import { rmSync } from 'node:fs';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { analyticsRoutes } from '../../src/analytics/index.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createGateway, type Gateway } from '../../src/gateway.js';
-import type { RouteDef } from '../../src/http/route.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/logs/logger.js';
 import type { AgentTool } from '../../src/runtime/tools.js';
 import { startFakeOpenAI, type FakeOpenAI, type FakeUsage } from '../helpers/fake-openai.js';
 import { apiHeaders, deepMerge, testConfig } from '../helpers/gateway.js';
-import { msg, recordingTool } from './harness.js';
+import { msg, recordingTool, ROOMY_LIMITS } from './harness.js';
 
 /** The test's "now": 2026-11-21 10:00 UTC; the gateway and the analytics share this clock. */
 const NOW = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
 const DAY = 86_400_000;
-const ROOMY = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
 /** gpt-4o-mini list price in nano-USD per token (0.15 / 0.60 USD per million). */
 const NANO_IN = 150;
 const NANO_OUT = 600;
@@ -65,22 +62,6 @@ interface AnalyticsApp {
   close(): Promise<void>;
 }
 
-/**
- * Whether src/gateway.ts already registers the analytics routes. Until it
- * does, the tests add them through `extraRoutes` (registering them twice
- * would be a duplicate-route error once it does).
- */
-let wired = false;
-
-beforeAll(async () => {
-  const config = testConfig();
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const probe = await createGateway({ config, logger });
-  wired = probe.routes.some((route) => route.path === '/analytics/cost');
-  await probe.shutdown(0);
-  rmSync(config.data_dir, { recursive: true, force: true });
-});
-
 async function startApp(options: {
   fake: FakeOpenAI;
   rateLimits?: Record<string, number>;
@@ -94,17 +75,7 @@ async function startApp(options: {
   );
   const clock = new ManualClock(NOW);
   const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  let built: Gateway | null = null;
-  // The routes are built before the gateway opens its store: they read `db` at request time.
-  const store = {
-    get db() {
-      if (!built) throw new Error('gateway not built yet');
-      return built.store.db;
-    },
-  };
-  const extraRoutes: RouteDef[] = wired ? [] : analyticsRoutes({ store, clock });
-  const gateway = await createGateway({ config, logger, clock, extraRoutes, tools: options.tools ?? [] });
-  built = gateway;
+  const gateway = await createGateway({ config, logger, clock, tools: options.tools ?? [] });
   await gateway.app.ready();
   return {
     gateway,
@@ -136,7 +107,7 @@ describe('analytics API', () => {
   });
 
   const open = async (options: { rateLimits?: Record<string, number>; tools?: AgentTool[] } = {}) =>
-    (app = await startApp({ fake, rateLimits: ROOMY, ...options }));
+    (app = await startApp({ fake, rateLimits: ROOMY_LIMITS, ...options }));
 
   /** Runs one turn through POST /message (wait) and answers its Message cost in USD. */
   const turn = async (a: AnalyticsApp, text: string, chat: string, platform = 'api'): Promise<number> => {

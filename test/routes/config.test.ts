@@ -12,11 +12,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, readConfigFile } from '../../src/config/config.load.js';
 import { REDACTED } from '../../src/config/config.redact.js';
 import { type Config, validateConfig } from '../../src/config/config.schema.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
 import { createProvider, type ModelProvider } from '../../src/runtime/providers/index.js';
 import { createLogger } from '../../src/logs/logger.js';
-import { SettingsService } from '../../src/settings/settings.service.js';
-import { settingsRoutes } from '../../src/settings/settings.routes.js';
+import type { SettingsService } from '../../src/settings/settings.service.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
 import { ADMIN_TOKEN, API_TOKEN, apiHeaders } from '../helpers/gateway.js';
 
@@ -63,8 +62,6 @@ interface Env {
   file: string | null;
   gateway: Gateway;
   settings: SettingsService;
-  /** True once gateway.ts wires the settings service itself (live-apply listeners included). */
-  wired: boolean;
   logs: string[];
   inject(
     method: 'GET' | 'POST' | 'PUT' | 'PATCH',
@@ -76,35 +73,6 @@ interface Env {
 }
 
 const open: Env[] = [];
-
-/** What `createGateway` takes once gateway.ts wires the settings service (passed through a variable until then). */
-type WiredGatewayOptions = GatewayOptions & { configPath?: string | null; fileObject?: Record<string, unknown> };
-
-/**
- * Builds the gateway. Once gateway.ts wires the settings service (and its
- * live-apply listeners) that one is used; until then the routes are added
- * through `extraRoutes` with a service of the test's own.
- */
-async function buildGateway(
-  options: WiredGatewayOptions,
-  cwd: string,
-): Promise<{ gateway: Gateway; settings: SettingsService; wired: boolean }> {
-  const first = await createGateway(options);
-  const own = (first as Gateway & { settings?: SettingsService }).settings;
-  if (own instanceof SettingsService) return { gateway: first, settings: own, wired: true };
-  await first.shutdown(0);
-  const settings = new SettingsService({
-    config: options.config,
-    configPath: options.configPath ?? null,
-    fileObject: options.fileObject ?? {},
-    cwd,
-  });
-  const gateway = await createGateway({
-    ...options,
-    extraRoutes: settingsRoutes({ service: settings, logger: options.logger }),
-  });
-  return { gateway, settings, wired: false };
-}
 
 async function start(options: { withFile?: boolean; dir?: string; provider?: ModelProvider } = {}): Promise<Env> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'gatehouse-config-api-'));
@@ -133,16 +101,14 @@ async function start(options: { withFile?: boolean; dir?: string; provider?: Mod
       : loaded.config;
   const logs: string[] = [];
   const logger = createLogger({ level: 'info', stdout: { write: (line) => void logs.push(line) } });
-  const { gateway, settings, wired } = await buildGateway(
-    {
-      config,
-      logger,
-      configPath: loaded.configPath,
-      fileObject: loaded.fileObject,
-      ...(options.provider ? { provider: options.provider } : {}),
-    },
-    dir,
-  );
+  const gateway = await createGateway({
+    config,
+    logger,
+    configPath: loaded.configPath,
+    fileObject: loaded.fileObject,
+    ...(options.provider ? { provider: options.provider } : {}),
+  });
+  const { settings } = gateway;
   await gateway.app.ready();
   let closed = false;
   const env: Env = {
@@ -150,7 +116,6 @@ async function start(options: { withFile?: boolean; dir?: string; provider?: Mod
     file,
     gateway,
     settings,
-    wired,
     logs,
     inject: (method, url, payload, token = ADMIN_TOKEN) =>
       gateway.app.inject({
@@ -551,10 +516,9 @@ describe('permissions and rate limits', () => {
   });
 });
 
-describe('live apply through the gateway wiring (skipped until gateway.ts wires the settings service)', () => {
-  it('security.rate_limits: the limiter uses the new limit at once', async (ctx) => {
+describe('live apply through the gateway wiring', () => {
+  it('security.rate_limits: the limiter uses the new limit at once', async () => {
     const env = await start();
-    if (!env.wired) ctx.skip();
     const first = await env.inject('PATCH', '/api/v1/config', { security: { rate_limits: { lifecycle: 2 } } });
     expect(first.headers['x-ratelimit-limit']).toBe('5');
     const second = await env.inject('PATCH', '/api/v1/config', { budget: { daily_usd: 1 } });
@@ -562,14 +526,13 @@ describe('live apply through the gateway wiring (skipped until gateway.ts wires 
     expect((await env.inject('PATCH', '/api/v1/config', { budget: { daily_usd: 2 } })).statusCode).toBe(429);
   });
 
-  it('logs.level: the process logger follows', async (ctx) => {
+  it('logs.level: the process logger follows', async () => {
     const env = await start();
-    if (!env.wired) ctx.skip();
     await env.inject('PATCH', '/api/v1/config', { logs: { level: 'warning' } });
     expect(env.gateway.logger.level).toBe('warn');
   });
 
-  it('agent.system_prompt: the next turn sends the new prompt to the model', async (ctx) => {
+  it('agent.system_prompt: the next turn sends the new prompt to the model', async () => {
     const fake = await startFakeOpenAI();
     try {
       const provider = createProvider({
@@ -581,7 +544,6 @@ describe('live apply through the gateway wiring (skipped until gateway.ts wires 
         pricing: {},
       });
       const env = await start({ provider });
-      if (!env.wired) ctx.skip();
       const patched = await env.inject('PATCH', '/api/v1/config', { agent: { system_prompt: 'Answer in haiku.' } });
       expect(changeOf(patched).applied).toEqual(['agent.system_prompt']);
       const res = await env.inject(

@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import type { Config } from '../../src/config/config.schema.js';
 import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
-import type { Clock } from '../../src/lib/clock.js';
+import { ManualClock, type Clock } from '../../src/lib/clock.js';
 import { createLogger } from '../../src/logs/logger.js';
 import type { AgentTool } from '../../src/runtime/tools.js';
 import type { FakeChatBody, FakeOpenAI } from '../helpers/fake-openai.js';
@@ -16,13 +16,15 @@ import { adminHeaders, apiHeaders, deepMerge, testConfig } from '../helpers/gate
 export { adminHeaders, apiHeaders };
 
 /** Rate limits far above what a test sends (the limiter itself is tested elsewhere). */
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
+export const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
 
 export interface HarnessOptions {
   /** Config overrides, deep-merged over the test config. */
   config?: Record<string, unknown>;
   /** Points `provider` at this fake (type openai, gpt-4o-mini, 5 s timeout). Without it: echo. */
   fake?: FakeOpenAI;
+  /** With `fake`: also points `embeddings` at it (model fake-embed). */
+  embeddings?: boolean;
   tools?: AgentTool[];
   limits?: GatewayOptions['limits'];
   /** Time source for the gateway (default: the system clock). */
@@ -53,6 +55,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   if (options.fake) {
     overrides = deepMerge(overrides, {
       provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 5 },
+      ...(options.embeddings ? { embeddings: { base_url: options.fake.url, model: 'fake-embed' } } : {}),
     });
   }
   const config = testConfig(deepMerge(overrides, options.config ?? {}));
@@ -96,6 +99,20 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
   };
   return harness;
+}
+
+/** A harness whose time is a ManualClock. */
+export interface ClockedHarness extends Harness {
+  readonly clock: ManualClock;
+}
+
+/** Builds a harness on a ManualClock starting at `start` (ms since the epoch); remember to `close()` it. */
+export async function startClockedHarness(
+  start: number,
+  options: Omit<HarnessOptions, 'clock'> = {},
+): Promise<ClockedHarness> {
+  const clock = new ManualClock(start);
+  return Object.assign(await startHarness({ ...options, clock }), { clock });
 }
 
 /** The chat-completion requests the fake received (embeddings and others left out). */

@@ -1,22 +1,8 @@
-import { rmSync } from 'node:fs';
-import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
-import {
-  KNOWLEDGE_BODY_LIMIT,
-  KNOWLEDGE_MAX_CONTENT_BYTES,
-  knowledgeRoutes,
-  knowledgeTools,
-  KnowledgeService,
-} from '../../src/knowledge/index.js';
-import { ManualClock } from '../../src/lib/clock.js';
-import { createIdGenerator } from '../../src/lib/ids.js';
-import { createLogger } from '../../src/logs/logger.js';
-import { memoryRoutes, memoryTools, MemoryService } from '../../src/memory/index.js';
-import { SearchEngine, createEmbeddingsClient } from '../../src/search/index.js';
-import type { Store } from '../../src/store/index.js';
+import { KNOWLEDGE_BODY_LIMIT, KNOWLEDGE_MAX_CONTENT_BYTES } from '../../src/knowledge/index.js';
 import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN, adminHeaders, apiHeaders, deepMerge, testConfig } from '../helpers/gateway.js';
+import { ADMIN_TOKEN } from '../helpers/gateway.js';
+import { adminHeaders, apiHeaders, ROOMY_LIMITS, startClockedHarness, type ClockedHarness } from './harness.js';
 
 interface KnowledgeView {
   id: string;
@@ -31,72 +17,12 @@ interface KnowledgeView {
 }
 
 const START = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
 
-/** An in-process gateway with memory and knowledge routes and tools, on SQLite in a temp dir, time on a ManualClock. */
-interface Rig {
-  gateway: Gateway;
-  clock: ManualClock;
-  inject(options: InjectOptions): Promise<LightMyRequestResponse>;
-  close(): Promise<void>;
-}
+/** An in-process gateway (memory and knowledge wired in) on SQLite in a temp dir, time on a ManualClock. */
+type Rig = ClockedHarness;
 
-/**
- * Builds the rig. While gateway.ts does not wire memory and knowledge yet,
- * their routes and tools are passed as `extraRoutes`/`tools`, over a store
- * that forwards to the gateway's own; once it does, the gateway is used as is.
- */
-async function startRig(options: { fake?: FakeOpenAI; embeddings?: boolean } = {}): Promise<Rig> {
-  let overrides: Record<string, unknown> = { security: { rate_limits: ROOMY_LIMITS } };
-  if (options.fake) {
-    overrides = deepMerge(overrides, {
-      provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 5 },
-      ...(options.embeddings ? { embeddings: { base_url: options.fake.url, model: 'fake-embed' } } : {}),
-    });
-  }
-  const config = testConfig(overrides);
-  const clock = new ManualClock(START);
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const build = async (extra: Partial<GatewayOptions>) => {
-    const built = await createGateway({ config, logger, clock, ...extra });
-    await built.app.ready();
-    return built;
-  };
-  let gateway = await build({});
-  let search: SearchEngine | null = null;
-  if (!gateway.routes.some((route) => route.path === '/memory')) {
-    await gateway.shutdown(0);
-    const store: Store = {
-      driver: config.storage.driver,
-      get db() {
-        return gateway.store.db;
-      },
-      get writer() {
-        return gateway.store.writer;
-      },
-      ping: () => gateway.store.ping(),
-      close: async () => undefined,
-    };
-    search = new SearchEngine({ store, embeddings: createEmbeddingsClient(config.embeddings), logger });
-    const ids = createIdGenerator(clock);
-    const memory = new MemoryService({ store, clock, ids, search });
-    const knowledge = new KnowledgeService({ store, clock, ids, search });
-    gateway = await build({
-      extraRoutes: [...memoryRoutes({ service: memory }), ...knowledgeRoutes({ service: knowledge })],
-      tools: [...memoryTools(memory), ...knowledgeTools(knowledge)],
-    });
-  }
-  return {
-    gateway,
-    clock,
-    inject: (o) => gateway.app.inject(o),
-    async close() {
-      await search?.close();
-      await gateway.shutdown(0);
-      rmSync(config.data_dir, { recursive: true, force: true });
-    },
-  };
-}
+const startRig = (options: { fake?: FakeOpenAI; embeddings?: boolean } = {}): Promise<Rig> =>
+  startClockedHarness(START, options);
 
 const enc = encodeURIComponent;
 const MiB = 1024 * 1024;

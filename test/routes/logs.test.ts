@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Config } from '../../src/config/config.schema.js';
 import { secretValues } from '../../src/config/config.redact.js';
-import { createGateway, type Gateway, type GatewayOptions } from '../../src/gateway.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { createLogPipeline, logRoutes, logsDir, type LogEntry, type LogPipeline } from '../../src/logs/index.js';
+import { createLogPipeline, logsDir, type LogEntry, type LogPipeline } from '../../src/logs/index.js';
 import { createTokenScrubber } from '../../src/security/audit.js';
 import { adminHeaders, apiHeaders, testConfig } from '../helpers/gateway.js';
+import { ROOMY_LIMITS } from './harness.js';
 
 const SECRET = 'sk-live-DO-NOT-LOG-4f9a1c77e2';
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
 const BUFFER_ENTRIES = 40;
 
 interface LogsBody {
@@ -30,18 +30,9 @@ interface ErrorBody {
   error: { code: string; message: string; details: { path: string; message: string }[]; request_id: string };
 }
 
-/**
- * A gateway whose logger is `pipeline`'s. Once gateway.ts builds the logs
- * pipeline itself it takes ours through `options.logs` and serves GET /logs;
- * until then the route is added through `extraRoutes`.
- */
+/** A gateway whose logger is `pipeline`'s; it serves GET /logs from that pipeline (`options.logs`). */
 async function startLogsGateway(config: Config, pipeline: LogPipeline): Promise<Gateway> {
-  const options: GatewayOptions & { logs?: LogPipeline } = { config, logger: pipeline.logger, logs: pipeline };
-  let gateway = await createGateway(options);
-  if (!gateway.routes.some((route) => route.method === 'GET' && route.path === '/logs')) {
-    await gateway.shutdown(0);
-    gateway = await createGateway({ config, logger: pipeline.logger, extraRoutes: logRoutes(pipeline) });
-  }
+  const gateway = await createGateway({ config, logger: pipeline.logger, logs: pipeline });
   await gateway.app.ready();
   return gateway;
 }

@@ -4,31 +4,15 @@
  * and the system context against the fake OpenAI server, and the `/approve`
  * and `/deny` chat commands through real turns.
  */
-import { rmSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config/config.schema.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
-import type { RouteDef } from '../../src/http/route.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/lib/clock.js';
 import { createIdGenerator } from '../../src/lib/ids.js';
-import { createLogger } from '../../src/logs/logger.js';
-import type { AgentTool } from '../../src/runtime/tools.js';
-import { judgeIdentity } from '../../src/security/identity.js';
-import {
-  createSkillsService,
-  skillCommands,
-  skillRoutes,
-  skillTools,
-  skillsSystemContext,
-  type SkillsService,
-} from '../../src/skills/index.js';
-import type { Store } from '../../src/store/index.js';
-import type { TurnRunnerOptions } from '../../src/turns/turn-runner.js';
+import { createSkillsService, type SkillsService } from '../../src/skills/index.js';
 import { contentText, startFakeOpenAI, type FakeChatBody, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN, deepMerge, testConfig } from '../helpers/gateway.js';
-import { ISO_MS, adminHeaders, apiHeaders, chatRequests } from './harness.js';
+import { ADMIN_TOKEN } from '../helpers/gateway.js';
+import { ISO_MS, adminHeaders, apiHeaders, chatRequests, startHarness, type Harness } from './harness.js';
 
 /** Skill as the API answers it (single reads add `instructions` and `skill_md`). */
 interface SkillView {
@@ -55,96 +39,20 @@ interface Waited {
   message: { tool_calls: Array<{ name: string; arguments: string; result?: unknown }> };
 }
 
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
-
-/**
- * Whether src/gateway.ts already wires the skills capability (routes, tools,
- * system context, commands). Until it does, the tests add the routes and
- * tools through `extraRoutes`/`tools` and hand the commands and the system
- * context to the turn runner themselves (registering anything twice would
- * fail once it does).
- */
-let wired = false;
-
-beforeAll(async () => {
-  const config = testConfig();
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const probe = await createGateway({ config, logger });
-  wired = probe.routes.some((route) => route.path === '/skills');
-  await probe.shutdown(0);
-  rmSync(config.data_dir, { recursive: true, force: true });
-});
-
 /** A gateway with skills on real SQLite, plus a service on its store for setting up staged skills. */
-interface SkillsApp {
-  gateway: Gateway;
-  config: Config;
+interface SkillsApp extends Harness {
   /** A second service on the gateway's store: the only way to stage a skill without the agent. */
-  service: SkillsService;
-  inject(options: InjectOptions): Promise<LightMyRequestResponse>;
-  close(): Promise<void>;
+  readonly service: SkillsService;
 }
 
 async function startApp(options: { fake?: FakeOpenAI; adminUsers?: string[] } = {}): Promise<SkillsApp> {
-  let overrides: Record<string, unknown> = { security: { rate_limits: ROOMY_LIMITS } };
-  if (options.fake) {
-    overrides = deepMerge(overrides, {
-      provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 5 },
-    });
-  }
-  if (options.adminUsers) overrides = deepMerge(overrides, { gateway: { auth: { admin_users: options.adminUsers } } });
-  const config = testConfig(overrides);
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  let built: Gateway | null = null;
-  const current = (): Gateway => {
-    if (!built) throw new Error('gateway not built yet');
-    return built;
-  };
-  // The service is built before the gateway opens its store: it reads `db`/`writer` at call time.
-  const store: Pick<Store, 'db' | 'writer'> = {
-    get db() {
-      return current().store.db;
-    },
-    get writer() {
-      return current().store.writer;
-    },
-  };
+  const harness = await startHarness({
+    ...(options.fake ? { fake: options.fake } : {}),
+    ...(options.adminUsers ? { config: { gateway: { auth: { admin_users: options.adminUsers } } } } : {}),
+  });
+  const store = harness.gateway.store;
   const service = createSkillsService({ store, clock: systemClock, ids: createIdGenerator(systemClock) });
-  const extraRoutes: RouteDef[] = wired ? [] : skillRoutes({ service });
-  const tools: AgentTool[] = wired ? [] : skillTools(service);
-  const gateway = await createGateway({ config, logger, extraRoutes, tools });
-  built = gateway;
-  if (!wired) {
-    // Stand-in for the gateway.ts wiring: the runner reads these options at every turn.
-    const auth = config.gateway.auth;
-    const runner = Reflect.get(gateway.messages.runner, 'options') as TurnRunnerOptions;
-    runner.commands = {
-      ...runner.commands,
-      ...skillCommands(service, {
-        isAdminUser: (platform, userId) =>
-          judgeIdentity({
-            mode: auth.mode,
-            allowedUsers: auth.allowed_users,
-            adminUsers: auth.admin_users,
-            platform,
-            userId,
-            paired: false,
-          }) === 'admin',
-      }),
-    };
-    runner.agent.systemContext = [...(runner.agent.systemContext ?? []), skillsSystemContext(service)];
-  }
-  await gateway.app.ready();
-  return {
-    gateway,
-    config,
-    service,
-    inject: (opts) => gateway.app.inject(opts),
-    async close() {
-      await gateway.shutdown(0);
-      rmSync(config.data_dir, { recursive: true, force: true });
-    },
-  };
+  return Object.assign(harness, { service });
 }
 
 const SKILL_MD = [

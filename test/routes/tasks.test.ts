@@ -1,27 +1,15 @@
 /**
  * Tasks API and task runner, in process against real SQLite and the fake
- * OpenAI server. While gateway.ts does not wire the capability yet, each
- * test wires it here as gateway.ts will: routes and the `task_create` tool
- * go in through `extraRoutes` and `tools` (bound late to a service on the
- * gateway's store), the runner is built from the gateway's message path and
- * changes are published on the gateway's bus. Once gateway.ts exposes
- * `tasks: {service, runner}`, the gateway's own wiring is used instead.
- * Changes are observed on the live feed (bus topic `tasks`) either way.
+ * OpenAI server, through the gateway's own wiring (`gateway.tasks`).
+ * Changes are observed on the live feed (bus topic `tasks`).
  */
-import { rmSync } from 'node:fs';
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { Config } from '../../src/config/config.schema.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
-import { systemClock } from '../../src/lib/clock.js';
-import { createIdGenerator } from '../../src/lib/ids.js';
-import { createLogger } from '../../src/logs/logger.js';
+import type { Gateway } from '../../src/gateway.js';
 import {
-  TaskRunner,
-  TaskService,
   presentTask,
-  taskRoutes,
-  taskTools,
+  type TaskRunner,
+  type TaskService,
   type TaskChangeEvent,
   type TaskView,
 } from '../../src/tasks/index.js';
@@ -32,83 +20,7 @@ import {
   type FakeReply,
   type FakeToolCall,
 } from '../helpers/fake-openai.js';
-import { deepMerge, testConfig } from '../helpers/gateway.js';
-import { adminHeaders, apiHeaders, chatRequests, ISO_MS, lastOfRole } from './harness.js';
-
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
-
-/** What gateway.ts exposes once it wires the tasks capability. */
-interface TasksCapability {
-  service: TaskService;
-  runner: TaskRunner;
-}
-
-/** The gateway's own tasks wiring, when it has one. */
-function wiredTasks(gateway: Gateway): TasksCapability | null {
-  const candidate = (gateway as unknown as { tasks?: Partial<TasksCapability> }).tasks;
-  return candidate?.service instanceof TaskService && candidate.runner instanceof TaskRunner
-    ? (candidate as TasksCapability)
-    : null;
-}
-
-/** A proxy that forwards to an object supplied later (the service needs the gateway's store). */
-function lateBound<T extends object>(): { proxy: T; bind(target: T): void } {
-  let target: T | undefined;
-  const proxy = new Proxy({} as T, {
-    get(_unused, prop) {
-      if (!target) throw new Error('late-bound object used before bind()');
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return { proxy, bind: (t) => void (target = t) };
-}
-
-/** Builds the gateway with the tasks capability: its own wiring, or the test's stand-in for it. */
-async function buildGateway(config: Config): Promise<{ gateway: Gateway; tasks: TasksCapability }> {
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const plain = await createGateway({ config, logger });
-  const wired = wiredTasks(plain);
-  if (wired) {
-    await plain.app.ready();
-    return { gateway: plain, tasks: wired };
-  }
-  await plain.shutdown(0);
-
-  const late = lateBound<TaskService>();
-  let runner: TaskRunner | null = null;
-  const gateway = await createGateway({
-    config,
-    logger,
-    extraRoutes: taskRoutes({ service: late.proxy }),
-    tools: taskTools(late.proxy, () => runner?.notify()),
-  });
-  await gateway.app.ready();
-  const service = new TaskService({
-    store: gateway.store,
-    clock: systemClock,
-    ids: createIdGenerator(systemClock),
-    interruptTurn: (eventId, reason) => gateway.messages.runner.interrupt(eventId, reason),
-    onChange: (event, task) => {
-      runner?.notify();
-      gateway.bus.publish('tasks', event, presentTask(task));
-    },
-  });
-  late.bind(service);
-  runner = new TaskRunner({
-    service,
-    store: gateway.store,
-    clock: systemClock,
-    logger,
-    intake: gateway.messages.intake,
-    waiters: gateway.messages.waiters,
-    runner: gateway.messages.runner,
-    owner: gateway.messages.owner,
-    maxConcurrent: config.tasks.max_concurrent,
-  });
-  await runner.start();
-  return { gateway, tasks: { service, runner } };
-}
+import { adminHeaders, apiHeaders, chatRequests, ISO_MS, lastOfRole, startHarness } from './harness.js';
 
 interface TasksEnv {
   gateway: Gateway;
@@ -137,18 +49,12 @@ interface EnvOptions {
 }
 
 async function openTasks(options: EnvOptions = {}): Promise<TasksEnv> {
-  let overrides: Record<string, unknown> = {
-    security: { rate_limits: ROOMY_LIMITS },
-    tasks: { max_concurrent: options.maxConcurrent ?? 2 },
-  };
-  if (options.fake) {
-    overrides = deepMerge(overrides, {
-      provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 5 },
-    });
-  }
-  const config = testConfig(overrides);
-  const { gateway, tasks } = await buildGateway(config);
-  const { service, runner } = tasks;
+  const harness = await startHarness({
+    config: { tasks: { max_concurrent: options.maxConcurrent ?? 2 } },
+    ...(options.fake ? { fake: options.fake } : {}),
+  });
+  const { gateway } = harness;
+  const { service, runner } = gateway.tasks;
   if (options.runner === false) await runner.close();
   const events: TasksEnv['events'] = [];
   const watchers = new Set<(task: TaskView) => void>();
@@ -195,9 +101,8 @@ async function openTasks(options: EnvOptions = {}): Promise<TasksEnv> {
       unsubscribe();
       // As gateway.ts shuts down: stop claiming, let the turn path end its turns, then wait for the runs.
       const runs = runner.close();
-      await gateway.shutdown(0);
+      await harness.close();
       await runs;
-      rmSync(config.data_dir, { recursive: true, force: true });
     },
   };
 }
