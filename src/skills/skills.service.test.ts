@@ -47,7 +47,7 @@ describeBackends('skills service', (backend) => {
 
   const status = async (skill: SkillRecord) => (await service.get(skill.id)).status;
 
-  it('creates an active first version; the name of an active skill cannot be reused', async () => {
+  it('creates an active first version; creating an active name again publishes its next version', async () => {
     const created = await service.create(draft({ frontMatter: { metadata: { category: 'ops' } } }));
     expect(created).toMatchObject({
       name: 'report',
@@ -60,13 +60,13 @@ describeBackends('skills service', (backend) => {
       createdAt: clock.now() && new Date(clock.now()).toISOString(),
     });
     expect(created.id).toMatch(/^skl_/);
-    const error = await apiError(service.create(draft()));
-    expect(error.status).toBe(400);
-    expect(error.message).toContain('an active skill named report already exists');
-    expect(error.details).toEqual({ name: 'report', active_skill_id: created.id });
-    await service.setStatus(created.id, 'disabled');
+    // Creating the name again publishes a new version and disables the one it replaces.
+    const second = await service.create(draft());
+    expect(second).toMatchObject({ status: 'active', version: 2, evolvedFrom: created.id });
+    expect(await service.get(created.id)).toMatchObject({ status: 'disabled' });
+    await service.setStatus(second.id, 'disabled');
     const again = await service.create(draft());
-    expect(again).toMatchObject({ status: 'active', version: 1 });
+    expect(again).toMatchObject({ status: 'active', version: 1, evolvedFrom: null });
   });
 
   it('a proposal without an active skill of its name is a staged first version', async () => {

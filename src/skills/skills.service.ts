@@ -148,8 +148,13 @@ export function createSkillsService(options: SkillsServiceOptions): SkillsServic
     return write(
       async (trx) => {
         const active = await activeSkillNamed(trx, draft.name);
-        if (status === 'active' && active) return fail(nameTaken(draft.name, active));
-        const revises = status === 'staged' ? active : null;
+        // Creating (installing) a skill whose name is active publishes a new version of it: the
+        // new one is active with `evolved_from` + `version + 1`, the one it replaces is disabled.
+        if (status === 'active' && active) {
+          const replaced = await updateSkillStatus(trx, active.id, { from: 'active', to: 'disabled', now: createdAt });
+          if (!replaced) return fail(nameTaken(draft.name, active));
+        }
+        const revises = active;
         const frontMatter = draft.frontMatter ?? revises?.frontMatter ?? {};
         return ok(
           await insertSkill(trx, {

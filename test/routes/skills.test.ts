@@ -329,17 +329,16 @@ describe('skills API', () => {
   });
 
   describe('errors', () => {
-    it('a name used by an active skill is 400', async () => {
+    it('creating a name that is active publishes its next version and disables the old one', async () => {
       const first = await create(fields());
-      const body = expectBadRequest(
-        await admin('POST', '/api/v1/skills', fields()),
-        `an active skill named my-skill already exists (${first.id}, version 1); disable it first`,
-      );
-      expect(body.error.details).toEqual({ name: 'my-skill', active_skill_id: first.id });
-      expectBadRequest(
-        await admin('POST', '/api/v1/skills', { skill_md: SKILL_MD.replace('deploy-check', 'my-skill') }),
-        /already exists/,
-      );
+      const res = await admin('POST', '/api/v1/skills', fields());
+      expect(res.statusCode).toBe(201);
+      expect(res.json()).toMatchObject({ name: 'my-skill', status: 'active', version: 2, evolved_from: first.id });
+      const old = await app.inject({ method: 'GET', url: `/api/v1/skills/${first.id}`, headers: apiHeaders });
+      expect(old.json()).toMatchObject({ status: 'disabled' });
+      const third = await admin('POST', '/api/v1/skills', { skill_md: SKILL_MD.replace('deploy-check', 'my-skill') });
+      expect(third.statusCode).toBe(201);
+      expect(third.json()).toMatchObject({ version: 3, status: 'active' });
     });
 
     it('invalid fields are 400 with every problem listed', async () => {
