@@ -12,7 +12,7 @@ import type {
   RawMessageStreamEvent,
   Tool,
 } from '@anthropic-ai/sdk/resources/messages';
-import { CallGuard } from './call-guard.js';
+import { runGuardedStream, stoppedError, type CallGuard } from './call-guard.js';
 import type {
   ChatMessage,
   ModelProvider,
@@ -64,48 +64,31 @@ export class AnthropicProvider implements ModelProvider {
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
-    const guard = new CallGuard(this.timeoutMs, request.signal);
-    const callback: { error?: unknown } = {};
-    try {
-      if (guard.outcome) throw this.stopped(guard.outcome);
-      const { system, messages } = toAnthropicMessages(request.messages);
-      const params: MessageCreateParamsStreaming = {
-        model: this.model,
-        max_tokens: ANTHROPIC_MAX_TOKENS,
-        messages,
-        stream: true,
-        ...(system !== null ? { system } : {}),
-        ...(request.tools.length > 0 ? { tools: request.tools.map(toAnthropicTool) } : {}),
-      };
-      const stream = await this.client.messages.create(params, { signal: guard.signal });
-      const acc = new EventAccumulator(this.model);
-      for await (const event of stream) {
-        guard.touch();
-        const text = acc.add(event);
-        if (text && request.onDelta) {
-          try {
-            request.onDelta(text);
-          } catch (err) {
-            callback.error = err;
-            throw err;
-          }
-        }
-      }
-      // The SDK ends the iteration quietly when its signal fires mid-stream.
-      if (guard.outcome) throw this.stopped(guard.outcome);
-      return acc.finish();
-    } catch (err) {
-      if ('error' in callback) throw callback.error;
-      throw this.toProviderError(err, guard);
-    } finally {
-      guard.dispose();
-    }
+    return runGuardedStream({
+      label: 'anthropic',
+      timeoutMs: this.timeoutMs,
+      signal: request.signal,
+      onDelta: request.onDelta,
+      // Building the request inside the guarded call: a mapping failure is a ProviderError too.
+      open: async (signal) => {
+        const { system, messages } = toAnthropicMessages(request.messages);
+        const params: MessageCreateParamsStreaming = {
+          model: this.model,
+          max_tokens: ANTHROPIC_MAX_TOKENS,
+          messages,
+          stream: true,
+          ...(system !== null ? { system } : {}),
+          ...(request.tools.length > 0 ? { tools: request.tools.map(toAnthropicTool) } : {}),
+        };
+        return this.client.messages.create(params, { signal });
+      },
+      accumulator: new EventAccumulator(this.model),
+      toError: (err, guard) => this.toProviderError(err, guard),
+    });
   }
 
   private stopped(why: 'timeout' | 'aborted'): ProviderError {
-    return why === 'timeout'
-      ? new ProviderError(`anthropic: timed out (no data for ${this.timeoutMs / 1000} s)`, 'timeout')
-      : new ProviderError('anthropic: call aborted', 'aborted');
+    return stoppedError('anthropic', why, this.timeoutMs);
   }
 
   private toProviderError(err: unknown, guard: CallGuard): ProviderError {

@@ -1,3 +1,6 @@
+import type { ModelResponse } from './provider.js';
+import { ProviderError } from './provider-error.js';
+
 /**
  * Bounds one model call in time and ties it to the caller's AbortSignal.
  *
@@ -55,5 +58,61 @@ export class CallGuard {
     this.why = why;
     clearTimeout(this.timer);
     this.controller.abort();
+  }
+}
+
+/** The error for a call the guard stopped: silence past the timeout, or the caller's abort. */
+export function stoppedError(label: string, why: 'timeout' | 'aborted', timeoutMs: number): ProviderError {
+  return why === 'timeout'
+    ? new ProviderError(`${label}: timed out (no data for ${timeoutMs / 1000} s)`, 'timeout')
+    : new ProviderError(`${label}: call aborted`, 'aborted');
+}
+
+/** Folds a provider's stream items into its answer; `add` returns the text an item adds. */
+export interface StreamAccumulator<T> {
+  add(item: T): string;
+  finish(): ModelResponse;
+}
+
+/**
+ * Runs one streaming model call under a CallGuard: opens the stream with the
+ * guard's signal, feeds every item to the accumulator, forwards text to
+ * `onDelta`, and maps failures with `toError`. An error thrown by `onDelta`
+ * itself is rethrown unchanged; the guard is always disposed.
+ */
+export async function runGuardedStream<T>(options: {
+  label: string;
+  timeoutMs: number;
+  signal: AbortSignal | undefined;
+  onDelta: ((text: string) => void) | undefined;
+  open: (signal: AbortSignal) => Promise<AsyncIterable<T>>;
+  accumulator: StreamAccumulator<T>;
+  toError: (err: unknown, guard: CallGuard) => ProviderError;
+}): Promise<ModelResponse> {
+  const guard = new CallGuard(options.timeoutMs, options.signal);
+  const callback: { error?: unknown } = {};
+  try {
+    if (guard.outcome) throw stoppedError(options.label, guard.outcome, options.timeoutMs);
+    const stream = await options.open(guard.signal);
+    for await (const item of stream) {
+      guard.touch();
+      const text = options.accumulator.add(item);
+      if (text && options.onDelta) {
+        try {
+          options.onDelta(text);
+        } catch (err) {
+          callback.error = err;
+          throw err;
+        }
+      }
+    }
+    // The SDKs end the iteration quietly when their signal fires mid-stream.
+    if (guard.outcome) throw stoppedError(options.label, guard.outcome, options.timeoutMs);
+    return options.accumulator.finish();
+  } catch (err) {
+    if ('error' in callback) throw callback.error;
+    throw options.toError(err, guard);
+  } finally {
+    guard.dispose();
   }
 }

@@ -6,7 +6,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import { CallGuard } from './call-guard.js';
+import { runGuardedStream, stoppedError, type CallGuard } from './call-guard.js';
 import type {
   ChatMessage,
   ModelProvider,
@@ -58,46 +58,29 @@ export class OpenAIProvider implements ModelProvider {
   }
 
   async complete(request: ModelRequest): Promise<ModelResponse> {
-    const guard = new CallGuard(this.timeoutMs, request.signal);
-    const callback: { error?: unknown } = {};
-    try {
-      if (guard.outcome) throw this.stopped(guard.outcome);
-      const params: ChatCompletionCreateParamsStreaming = {
-        model: this.model,
-        messages: toOpenAIMessages(request.messages),
-        stream: true,
-        stream_options: { include_usage: true },
-        ...(request.tools.length > 0 ? { tools: request.tools.map(toOpenAITool) } : {}),
-      };
-      const stream = await this.client.chat.completions.create(params, { signal: guard.signal });
-      const acc = new ChunkAccumulator(this.model);
-      for await (const chunk of stream) {
-        guard.touch();
-        const text = acc.add(chunk);
-        if (text && request.onDelta) {
-          try {
-            request.onDelta(text);
-          } catch (err) {
-            callback.error = err;
-            throw err;
-          }
-        }
-      }
-      // The SDK ends the iteration quietly when its signal fires mid-stream.
-      if (guard.outcome) throw this.stopped(guard.outcome);
-      return acc.finish();
-    } catch (err) {
-      if ('error' in callback) throw callback.error;
-      throw this.toProviderError(err, guard);
-    } finally {
-      guard.dispose();
-    }
+    return runGuardedStream({
+      label: 'openai',
+      timeoutMs: this.timeoutMs,
+      signal: request.signal,
+      onDelta: request.onDelta,
+      // Building the request inside the guarded call: a mapping failure is a ProviderError too.
+      open: async (signal) => {
+        const params: ChatCompletionCreateParamsStreaming = {
+          model: this.model,
+          messages: toOpenAIMessages(request.messages),
+          stream: true,
+          stream_options: { include_usage: true },
+          ...(request.tools.length > 0 ? { tools: request.tools.map(toOpenAITool) } : {}),
+        };
+        return this.client.chat.completions.create(params, { signal });
+      },
+      accumulator: new ChunkAccumulator(this.model),
+      toError: (err, guard) => this.toProviderError(err, guard),
+    });
   }
 
   private stopped(why: 'timeout' | 'aborted'): ProviderError {
-    return why === 'timeout'
-      ? new ProviderError(`openai: timed out (no data for ${this.timeoutMs / 1000} s)`, 'timeout')
-      : new ProviderError('openai: call aborted', 'aborted');
+    return stoppedError('openai', why, this.timeoutMs);
   }
 
   private toProviderError(err: unknown, guard: CallGuard): ProviderError {
