@@ -22,11 +22,15 @@ import type {
   ToolCall,
   ToolSpec,
 } from './provider.js';
-import { isRecord, networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
+import { isRecord, ProviderError, sdkErrorToProviderError, type SdkErrorClasses } from './provider-error.js';
 
 /** The model used when `provider.model` is null. */
 export { ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
 import { ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
+
+/** The SDK's error classes, for the shared error mapping. */
+const SDK_ERRORS: SdkErrorClasses = { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError };
+
 /** The endpoint used when `provider.base_url` is null (the SDK appends `/v1/messages`). */
 export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Upper bound of output tokens per call. */
@@ -92,29 +96,13 @@ export class AnthropicProvider implements ModelProvider {
   }
 
   private toProviderError(err: unknown, guard: CallGuard): ProviderError {
-    if (err instanceof ProviderError) return err;
-    if (guard.outcome) return this.stopped(guard.outcome);
-    if (err instanceof APIConnectionTimeoutError) return this.stopped('timeout');
-    if (err instanceof APIUserAbortError) return this.stopped('aborted');
-    if (err instanceof APIConnectionError) {
-      const code = networkCode(err);
-      return new ProviderError(`anthropic: cannot reach the server${code ? ` (${code})` : ''}`, 'network');
-    }
-    if (err instanceof APIError) {
-      const detail = serverErrorMessage(err.error);
-      const suffix = detail ? `: ${redactSecrets(detail, this.secrets)}` : '';
-      if (typeof err.status === 'number') {
-        return new ProviderError(`anthropic: HTTP ${err.status}${suffix}`, 'http', err.status);
-      }
-      // An `error` event inside an otherwise successful stream (e.g. overloaded_error).
-      return new ProviderError(`anthropic: error in stream${suffix}`, 'http');
-    }
-    if (err instanceof SyntaxError) {
-      return new ProviderError('anthropic: malformed stream (invalid JSON)', 'invalid_response');
-    }
-    const code = networkCode(err);
-    if (code) return new ProviderError(`anthropic: connection failed (${code})`, 'network');
-    return new ProviderError('anthropic: unexpected response from the server', 'invalid_response');
+    return sdkErrorToProviderError(err, {
+      label: 'anthropic',
+      classes: SDK_ERRORS,
+      secrets: this.secrets,
+      stoppedBy: guard.outcome,
+      stopped: (why) => this.stopped(why),
+    });
   }
 }
 

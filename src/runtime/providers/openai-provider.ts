@@ -16,11 +16,15 @@ import type {
   ToolCall,
   ToolSpec,
 } from './provider.js';
-import { isRecord, networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
+import { isRecord, ProviderError, sdkErrorToProviderError, type SdkErrorClasses } from './provider-error.js';
 
 /** The model used when `provider.model` is null. */
 export { OPENAI_DEFAULT_MODEL } from './defaults.js';
 import { OPENAI_DEFAULT_MODEL } from './defaults.js';
+
+/** The SDK's error classes, for the shared error mapping. */
+const SDK_ERRORS: SdkErrorClasses = { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError };
+
 /** The endpoint used when `provider.base_url` is null. */
 export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 /** Sent when no key is configured: local servers (Ollama, vLLM, llama.cpp) need none, the SDK insists on one. */
@@ -84,28 +88,13 @@ export class OpenAIProvider implements ModelProvider {
   }
 
   private toProviderError(err: unknown, guard: CallGuard): ProviderError {
-    if (err instanceof ProviderError) return err;
-    if (guard.outcome) return this.stopped(guard.outcome);
-    if (err instanceof APIConnectionTimeoutError) return this.stopped('timeout');
-    if (err instanceof APIUserAbortError) return this.stopped('aborted');
-    if (err instanceof APIConnectionError) {
-      const code = networkCode(err);
-      return new ProviderError(`openai: cannot reach the server${code ? ` (${code})` : ''}`, 'network');
-    }
-    if (err instanceof APIError) {
-      const detail = serverErrorMessage(err.error);
-      const suffix = detail ? `: ${redactSecrets(detail, this.secrets)}` : '';
-      if (typeof err.status === 'number') {
-        return new ProviderError(`openai: HTTP ${err.status}${suffix}`, 'http', err.status);
-      }
-      // An error event inside an otherwise successful stream.
-      return new ProviderError(`openai: error in stream${suffix}`, 'http');
-    }
-    if (err instanceof SyntaxError)
-      return new ProviderError('openai: malformed stream (invalid JSON)', 'invalid_response');
-    const code = networkCode(err);
-    if (code) return new ProviderError(`openai: connection failed (${code})`, 'network');
-    return new ProviderError('openai: unexpected response from the server', 'invalid_response');
+    return sdkErrorToProviderError(err, {
+      label: 'openai',
+      classes: SDK_ERRORS,
+      secrets: this.secrets,
+      stoppedBy: guard.outcome,
+      stopped: (why) => this.stopped(why),
+    });
   }
 }
 

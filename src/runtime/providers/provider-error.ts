@@ -74,3 +74,52 @@ export function networkCode(err: unknown): string | null {
   }
   return null;
 }
+
+/** The error classes an official SDK throws (both SDKs share this hierarchy). */
+export interface SdkErrorClasses {
+  APIError: abstract new (...args: never[]) => Error & { status?: number | undefined; error?: unknown };
+  APIConnectionError: abstract new (...args: never[]) => Error;
+  APIConnectionTimeoutError: abstract new (...args: never[]) => Error;
+  APIUserAbortError: abstract new (...args: never[]) => Error;
+}
+
+/**
+ * Maps anything an SDK call threw to a ProviderError with a short message
+ * that never carries the api key (`secrets` are redacted from server text).
+ * `stopped` builds the timeout/abort errors; `stoppedBy` is the guard's verdict.
+ */
+export function sdkErrorToProviderError(
+  err: unknown,
+  options: {
+    label: string;
+    classes: SdkErrorClasses;
+    secrets: readonly string[];
+    stoppedBy: 'timeout' | 'aborted' | null;
+    stopped: (why: 'timeout' | 'aborted') => ProviderError;
+  },
+): ProviderError {
+  const { label, classes } = options;
+  if (err instanceof ProviderError) return err;
+  if (options.stoppedBy) return options.stopped(options.stoppedBy);
+  if (err instanceof classes.APIConnectionTimeoutError) return options.stopped('timeout');
+  if (err instanceof classes.APIUserAbortError) return options.stopped('aborted');
+  if (err instanceof classes.APIConnectionError) {
+    const code = networkCode(err);
+    return new ProviderError(`${label}: cannot reach the server${code ? ` (${code})` : ''}`, 'network');
+  }
+  if (err instanceof classes.APIError) {
+    const detail = serverErrorMessage(err.error);
+    const suffix = detail ? `: ${redactSecrets(detail, options.secrets)}` : '';
+    if (typeof err.status === 'number') {
+      return new ProviderError(`${label}: HTTP ${err.status}${suffix}`, 'http', err.status);
+    }
+    // An error event inside an otherwise successful stream (e.g. overloaded_error).
+    return new ProviderError(`${label}: error in stream${suffix}`, 'http');
+  }
+  if (err instanceof SyntaxError) {
+    return new ProviderError(`${label}: malformed stream (invalid JSON)`, 'invalid_response');
+  }
+  const code = networkCode(err);
+  if (code) return new ProviderError(`${label}: connection failed (${code})`, 'network');
+  return new ProviderError(`${label}: unexpected response from the server`, 'invalid_response');
+}
