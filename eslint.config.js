@@ -35,6 +35,160 @@ const nodeGlobals = Object.fromEntries(
 const tsFiles = ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', '*.ts'];
 const testFiles = ['test/**/*.ts', 'src/**/*.test.ts'];
 
+// ---------------------------------------------------------------------------------------------------------------
+// Import boundaries (shared/STYLE.md "Boundaries", docs/adr/0011-import-boundaries.md).
+//
+// Two rules, so that the two questions stay independent (flat config replaces a rule's options, it never merges
+// them, so one rule per question keeps every block complete on its own):
+//   `no-restricted-imports`                     which packages a file of src/ may import (Fastify, database drivers)
+//   `@typescript-eslint/no-restricted-imports`  which files of src/ a file of src/ may import (capability indexes)
+// plus `no-restricted-properties` for `process.env`.
+// ---------------------------------------------------------------------------------------------------------------
+
+const ADR = 'See docs/adr/0011-import-boundaries.md.';
+
+/**
+ * Folders of src/ that are infrastructure: layers every capability builds on, without a resource or routes of
+ * their own. Any file may import them file by file. Every other folder of src/ is a capability, reached from
+ * outside only through its `index.ts`.
+ */
+const INFRASTRUCTURE = ['lib', 'config', 'http', 'security'];
+
+/** The deepest folder nesting below src/ that the path rules are generated for (src/a/b/c/file.ts). */
+const MAX_DEPTH = 3;
+
+/** Fastify and its plugins: only `http/`, route files and the two declared channel exceptions. */
+const FASTIFY = {
+  regex: '^(?:fastify(?:$|[/-])|@fastify/)',
+  caseSensitive: true,
+  message: `Only http/, *.routes.ts and the webhook and WebSocket channels know the web framework. ${ADR}`,
+};
+
+/** Database drivers: only `store/`. */
+const DRIVERS = {
+  regex: '^(?:pg|pg-[a-z0-9-]+|better-sqlite3)(?:$|/)',
+  caseSensitive: true,
+  message: `Only store/ knows database drivers. ${ADR}`,
+};
+
+/** Kysely's dialect machinery: only `store/`; repositories use the query builder and `sql` alone. */
+const KYSELY_DIALECTS = {
+  group: ['kysely'],
+  importNamePattern: '^(?:Postgres|Sqlite|Mysql|Mssql)(?:Dialect|Driver|Adapter|Introspector|QueryCompiler)$',
+  message: `Only store/ picks and builds database dialects. ${ADR}`,
+};
+
+/** The files allowed to import Fastify. */
+const fastifyFiles = [
+  'src/http/**/*.ts',
+  'src/**/*.routes.ts',
+  // The webhook channel runs its own Fastify server on its own port (ADR 0011).
+  'src/channels/webhook/webhook.server.ts',
+  // The WebSocket is registered on the API server with @fastify/websocket outside a RouteDef (ADR 0011).
+  'src/channels/websocket/**/*.ts',
+];
+
+/** A regex source matching a relative specifier that climbs from a file `depth` folders below src/ to src/. */
+function toSrc(depth) {
+  return depth === 0 ? '^\\./' : `^${'\\.\\./'.repeat(depth)}`;
+}
+
+/** Glob of the files exactly `depth` folders below `root`. */
+function filesAtDepth(root, depth) {
+  return `${root}/${'*/'.repeat(depth)}*.ts`;
+}
+
+const infrastructureList = INFRASTRUCTURE.map((folder) => `${folder}/`).join(', ');
+
+/**
+ * Any file of a folder of src/ other than its `index.js`. Not matched: infrastructure, turns/ (its own rule) and
+ * `..` (a specifier climbing out of src/ altogether).
+ */
+function deepImport(depth) {
+  const exempt = ['\\.\\.', ...INFRASTRUCTURE, 'turns'].join('|');
+  return {
+    regex: `${toSrc(depth)}(?!(?:${exempt})/)[^/]+/(?!index\\.js$)`,
+    caseSensitive: true,
+    message: `Reach another capability through its index.ts ("<capability>/index.js"); only ${infrastructureList} may be imported file by file. ${ADR}`,
+  };
+}
+
+/** Any file of turns/ other than its `index.js`. */
+function turnsDoor(depth) {
+  return {
+    regex: `${toSrc(depth)}turns/(?!index\\.js$)`,
+    caseSensitive: true,
+    message: `The message path has one door: import "turns/index.js", never a file of turns/. ${ADR}`,
+  };
+}
+
+/** Anything outside lib/, for a file `depth` folders below src/ inside lib/. */
+function leaveLib(depth) {
+  return {
+    regex: toSrc(depth),
+    caseSensitive: true,
+    message: `lib/ imports nothing from the rest of src/. ${ADR}`,
+  };
+}
+
+const depths = Array.from({ length: MAX_DEPTH + 1 }, (_, depth) => depth);
+const srcPathRule = '@typescript-eslint/no-restricted-imports';
+
+/**
+ * The boundary rules. Tests beside the code (`*.test.ts`) keep the package and environment rules but may import
+ * the files of other folders: a unit test reaches the internals it tests and the store's test backends.
+ * test/lint/boundaries.test.ts pins every rule.
+ */
+const boundaries = [
+  // Packages. Later blocks replace the options of earlier ones for the files they match.
+  {
+    name: 'boundaries/packages',
+    files: ['src/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY, DRIVERS, KYSELY_DIALECTS] }] },
+  },
+  {
+    name: 'boundaries/packages: the web framework',
+    files: fastifyFiles,
+    rules: { 'no-restricted-imports': ['error', { patterns: [DRIVERS, KYSELY_DIALECTS] }] },
+  },
+  {
+    name: 'boundaries/packages: the store',
+    files: ['src/store/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY] }] },
+  },
+
+  // The environment.
+  {
+    name: 'boundaries/environment',
+    files: ['src/**/*.ts'],
+    ignores: ['src/config/**', 'src/main.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        {
+          object: 'process',
+          property: 'env',
+          message: `Only config/ (and main.ts, which hands it over) reads the environment. ${ADR}`,
+        },
+      ],
+    },
+  },
+
+  // Files of src/: one block per folder depth, because relative specifiers are written from the importing file.
+  ...depths.map((depth) => ({
+    name: `boundaries/capabilities: depth ${depth}`,
+    files: [filesAtDepth('src', depth)],
+    ignores: ['src/**/*.test.ts'],
+    rules: { [srcPathRule]: ['error', { patterns: [deepImport(depth), turnsDoor(depth)] }] },
+  })),
+  ...depths.slice(1).map((depth) => ({
+    name: `boundaries/lib, depth ${depth}`,
+    files: [filesAtDepth('src/lib', depth - 1)],
+    ignores: ['src/**/*.test.ts'],
+    rules: { [srcPathRule]: ['error', { patterns: [leaveLib(depth)] }] },
+  })),
+];
+
 export default defineConfig(
   globalIgnores(['dist/', 'node_modules/', 'data/', 'coverage/', '.vitest/']),
 
@@ -81,6 +235,8 @@ export default defineConfig(
     ignores: ['src/**/*.test.ts'],
     rules: { 'no-console': 'error' },
   },
+
+  ...boundaries,
 
   // Tests: values from fixtures, JSON bodies and mocks are loosely typed by nature.
   {

@@ -12,5 +12,8 @@ const server = http.createServer((req, res) => {
   });
 });
 
-exitWithParent(server);
+exitWithParent(() => {
+  server.closeAllConnections();
+  server.close();
+});
 listenAndAnnounce(server);

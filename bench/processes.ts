@@ -1,65 +1,111 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { adminTokenPath } from '../src/security/admin-token.js';
 
-/** A child process of the bench, with the tail of its output kept for error reports. */
+/**
+ * Child processes of the bench and of the end-to-end tests: `node` children
+ * whose output is kept line by line, that announce a URL when they are
+ * ready, start within a bound, and stop by signal with a SIGKILL fallback.
+ * The built gateway (`node dist/src/main.js`) is one such child
+ * (`spawnGateway`). Every child is tracked until it exits, so a failure can
+ * kill them all (`stopAll`, `killAllNow`).
+ */
+
+/** The repository root: the nearest folder above this file holding package.json (from bench/ and dist/bench/). */
+export const ROOT = findRoot(import.meta.dirname);
+/** The built gateway's entry point. */
+export const GATEWAY_MAIN = join(ROOT, 'dist', 'src', 'main.js');
+
+function findRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
+
+/** A running (or exited) child process. */
 export interface Child {
   name: string;
   process: ChildProcess;
   pid: number;
-  /** Resolves with the base URL the child announced. */
+  /** Lines written to stdout so far (the last `keepLines` of them). */
+  stdout: string[];
+  /** Lines written to stderr so far (the last `keepLines` of them). */
+  stderr: string[];
+  /** Resolves with the URL the child announced; rejects if it exits first or takes longer than `startTimeoutMs`. */
   ready: Promise<string>;
-  /** Resolves when the child has exited (code or signal). */
-  exited: Promise<string>;
-  /** The last output lines (stdout and stderr), for diagnostics. */
+  /** Resolves with the exit code, or the signal name when a signal ended it. */
+  exited: Promise<number | string>;
+  /** Resolves with the first line of `stream` (already seen or still to come) that matches `pattern`. */
+  line(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<string>;
+  /** The last output lines of both streams, interleaved, for error reports. */
   tail(): string;
+}
+
+/** How to spawn one `node` child. */
+export interface SpawnOptions {
+  name: string;
+  /** Arguments of `node` (script first, or node flags then the script). */
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Recognises the line announcing the child's URL (stdout or stderr). */
+  findUrl: (line: string) => string | undefined;
+  /** Bound on the start: `ready` rejects after it (default: unbounded). */
+  startTimeoutMs?: number;
+  /** `pipe` keeps stdin open (the bench's own servers exit when it closes); default `ignore`. */
+  stdin?: 'pipe' | 'ignore';
+  /** Lines kept per stream (default: all). */
+  keepLines?: number;
 }
 
 const children = new Set<Child>();
 const TAIL_LINES = 40;
 
-/**
- * Spawns `node <args>`; the child is ready when `findUrl` recognises a line of
- * its stdout or stderr. Rejects `ready` if it exits first or takes longer than
- * `startTimeoutMs`. Every child is tracked for `killAll`.
- */
-export function spawnNode(options: {
-  name: string;
-  args: string[];
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  findUrl: (line: string) => string | undefined;
-  startTimeoutMs: number;
-}): Child {
+/** Spawns `node <args>`; every child is tracked until it exits. */
+export function spawnNode(options: SpawnOptions): Child {
   const proc = spawn(process.execPath, options.args, {
     cwd: options.cwd,
     env: options.env,
-    // stdin stays open: our own small servers exit when it closes.
-    stdio: ['pipe', 'pipe', 'pipe'],
+    stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
   });
   if (proc.pid === undefined) throw new Error(`${options.name}: spawn failed`);
-  const lines: string[] = [];
+  const keep = options.keepLines ?? Infinity;
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const recent: string[] = [];
+  const waiters: Array<{ stream: 'stdout' | 'stderr'; pattern: RegExp; resolve: (line: string) => void }> = [];
   let resolveReady!: (url: string) => void;
   let rejectReady!: (err: Error) => void;
   const ready = new Promise<string>((res, rej) => {
     resolveReady = res;
     rejectReady = rej;
   });
+  // Callers that only await `exited` must not see an unhandled rejection.
   ready.catch(() => undefined);
-  const timer = setTimeout(
-    () => rejectReady(new Error(`${options.name} did not start within ${options.startTimeoutMs} ms`)),
-    options.startTimeoutMs,
-  );
-  const exited = new Promise<string>((res) => {
+  const timer =
+    options.startTimeoutMs === undefined
+      ? undefined
+      : setTimeout(
+          () => rejectReady(new Error(`${options.name} did not start within ${options.startTimeoutMs} ms:\n${tail()}`)),
+          options.startTimeoutMs,
+        );
+  const exited = new Promise<number | string>((res) => {
     proc.once('exit', (code, signal) => {
       clearTimeout(timer);
-      const how = signal ?? String(code);
-      rejectReady(new Error(`${options.name} exited (${how}) before it was ready`));
+      const how = code ?? signal ?? -1;
+      rejectReady(new Error(`${options.name} exited (${how}) before it was ready:\n${tail()}`));
       res(how);
     });
   });
   proc.once('error', (err) => rejectReady(new Error(`${options.name}: ${err.message}`)));
   proc.stdin?.on('error', () => undefined);
-  const onData = () => {
+
+  function tail(): string {
+    return recent.join('\n');
+  }
+  const onData = (stream: 'stdout' | 'stderr', sink: string[]) => {
     let buffer = '';
     return (chunk: Buffer) => {
       buffer += chunk.toString('utf8');
@@ -67,32 +113,48 @@ export function spawnNode(options: {
       while ((nl = buffer.indexOf('\n')) !== -1) {
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 1);
-        lines.push(line);
-        if (lines.length > TAIL_LINES) lines.shift();
+        sink.push(line);
+        if (sink.length > keep) sink.shift();
+        recent.push(line);
+        if (recent.length > TAIL_LINES) recent.shift();
         const url = options.findUrl(line);
         if (url !== undefined) {
           clearTimeout(timer);
           resolveReady(url);
         }
+        for (const waiter of [...waiters]) {
+          if (waiter.stream === stream && waiter.pattern.test(line)) {
+            waiters.splice(waiters.indexOf(waiter), 1);
+            waiter.resolve(line);
+          }
+        }
       }
     };
   };
-  proc.stdout?.on('data', onData());
-  proc.stderr?.on('data', onData());
+  proc.stdout?.on('data', onData('stdout', stdout));
+  proc.stderr?.on('data', onData('stderr', stderr));
+
   const child: Child = {
     name: options.name,
     process: proc,
     pid: proc.pid,
+    stdout,
+    stderr,
     ready,
     exited,
-    tail: () => lines.join('\n'),
+    line(stream, pattern) {
+      const seen = (stream === 'stdout' ? stdout : stderr).find((line) => pattern.test(line));
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve) => waiters.push({ stream, pattern, resolve }));
+    },
+    tail,
   };
   children.add(child);
   void exited.then(() => children.delete(child));
   return child;
 }
 
-/** The `{"url": …}` line our bench servers print. */
+/** The `{"url": …}` line the bench's own servers print. */
 export function announcedUrl(line: string): string | undefined {
   try {
     const entry = JSON.parse(line) as { url?: unknown };
@@ -104,7 +166,8 @@ export function announcedUrl(line: string): string | undefined {
 
 /**
  * The gateway's URL: from its JSON "listening" log line on stdout (logged at
- * info), or from the "Gatehouse listening on …" line it always writes to stderr.
+ * info), or from the "Gatehouse listening on …" line it always writes to
+ * stderr (whatever `logs.level` is).
  */
 export function gatewayUrl(line: string): string | undefined {
   try {
@@ -118,70 +181,89 @@ export function gatewayUrl(line: string): string | undefined {
   return /^Gatehouse listening on (http:\/\/\S+)/.exec(line)?.[1];
 }
 
-/** Stops one child: SIGTERM, then SIGKILL after `graceMs`. Resolves once it has exited. */
-export async function stopChild(child: Child, graceMs: number): Promise<void> {
-  if (child.process.exitCode !== null || child.process.signalCode !== null) return;
-  child.process.stdin?.end();
-  child.process.kill('SIGTERM');
-  const timer = setTimeout(() => child.process.kill('SIGKILL'), graceMs);
-  await child.exited;
-  clearTimeout(timer);
+/** How to spawn the built gateway; the defaults suit a test. */
+export interface GatewaySpawnOptions {
+  name?: string;
+  /** Working directory (default: the repository root). */
+  cwd?: string;
+  /** Added to a clean environment of PATH and TZ=UTC (nothing else leaks in, such as OPENAI_API_KEY). */
+  env?: NodeJS.ProcessEnv;
+  /** Flags of `node` itself, before the script (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
+  startTimeoutMs?: number;
+  stdin?: 'pipe' | 'ignore';
+  keepLines?: number;
 }
 
-/** Stops every child still running (used on the way out, also after a failure). */
+/** Spawns `node dist/src/main.js <args>`; `ready` resolves with its base URL once it listens. */
+export function spawnGateway(args: string[], options: GatewaySpawnOptions = {}): Child {
+  return spawnNode({
+    name: options.name ?? 'gateway',
+    args: [...(options.nodeArgs ?? []), GATEWAY_MAIN, ...args],
+    cwd: options.cwd ?? ROOT,
+    env: { PATH: process.env.PATH, TZ: 'UTC', ...options.env },
+    findUrl: gatewayUrl,
+    ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
+    ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+    ...(options.keepLines !== undefined ? { keepLines: options.keepLines } : {}),
+  });
+}
+
+/**
+ * Waits until GET `<url>/api/v1/health` answers 200 (polling every 50 ms, at
+ * most `timeoutMs`); resolves with its body, rejects with the last answer.
+ */
+export async function waitForHealth(url: string, timeoutMs = 10_000): Promise<unknown> {
+  const deadline = performance.now() + timeoutMs;
+  let last = 'no answer';
+  for (;;) {
+    try {
+      const res = await fetch(`${url}/api/v1/health`, { signal: AbortSignal.timeout(timeoutMs) });
+      const text = await res.text();
+      if (res.status === 200) return JSON.parse(text) as unknown;
+      last = `HTTP ${res.status}: ${text.slice(0, 300)}`;
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    if (performance.now() >= deadline) throw new Error(`gateway at ${url} not healthy within ${timeoutMs} ms: ${last}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The admin token the gateway generated on its first start in `dataDir` (read from its 0600 file). */
+export function readAdminToken(dataDir: string): string {
+  return readFileSync(adminTokenPath(dataDir), 'utf8').trim();
+}
+
+/**
+ * Stops one child: sends `signal` (default SIGTERM), then SIGKILL if it is
+ * still running after `graceMs`. Resolves with its exit code or signal name
+ * (`'SIGKILL'` tells that the grace ran out).
+ */
+export async function stopChild(
+  child: Child,
+  graceMs: number,
+  signal: NodeJS.Signals = 'SIGTERM',
+): Promise<number | string> {
+  if (child.process.exitCode !== null || child.process.signalCode !== null) return child.exited;
+  child.process.stdin?.end();
+  child.process.kill(signal);
+  const timer = setTimeout(() => child.process.kill('SIGKILL'), graceMs);
+  try {
+    return await child.exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Stops every child still running (on the way out, also after a failure). */
 export async function stopAll(graceMs: number): Promise<void> {
   await Promise.all([...children].map((child) => stopChild(child, graceMs)));
 }
 
-/** Last resort (synchronous, for `process.on('exit')`): SIGKILL every child still tracked, by pid. */
+/** Last resort (synchronous: `process.on('exit')`, a test's afterEach): SIGKILL every child still running. */
 export function killAllNow(): void {
   for (const child of children) {
     if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
   }
-}
-
-let clockTicks: number | undefined;
-
-/** Clock ticks per second for /proc times (`getconf CLK_TCK`, else 100). */
-export function ticksPerSecond(): number {
-  if (clockTicks === undefined) {
-    try {
-      const value = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-      clockTicks = Number.isFinite(value) && value > 0 ? value : 100;
-    } catch {
-      clockTicks = 100;
-    }
-  }
-  return clockTicks;
-}
-
-/** CPU time (user + system) a process has used so far, in milliseconds, from /proc/<pid>/stat; NaN once it is gone. */
-export function cpuMs(pid: number): number {
-  let stat: string;
-  try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  } catch {
-    return NaN;
-  }
-  // Field 2 (comm) may contain spaces; the fields after its closing paren start at field 3.
-  const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const utime = Number(rest[11]);
-  const stime = Number(rest[12]);
-  return ((utime + stime) * 1000) / ticksPerSecond();
-}
-
-/** A /proc/<pid>/status memory field (VmRSS, VmHWM) in MiB. */
-export function memoryMiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(status);
-  if (!match) throw new Error(`${field} not found in /proc/${pid}/status`);
-  return Number(match[1]) / 1024;
-}
-
-/** Busy CPU time of the whole machine so far (all CPUs, not idle or iowait), in milliseconds, from /proc/stat. */
-export function machineBusyMs(): number {
-  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
-  const fields = line.trim().split(/\s+/).slice(1, 9).map(Number);
-  const [user = 0, nice = 0, system = 0, _idle = 0, _iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
-  return ((user + nice + system + irq + softirq + steal) * 1000) / ticksPerSecond();
 }

@@ -2,17 +2,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLoad, type LoadOptions, type LoadRequest, type LoadResult } from './load.js';
+import { cpuMs, machineBusyMs, memoryMiB, ticksPerSecond } from './proc-stats.js';
 import {
   announcedUrl,
-  cpuMs,
-  gatewayUrl,
-  machineBusyMs,
   killAllNow,
-  memoryMiB,
+  ROOT,
+  spawnGateway,
   spawnNode,
   stopAll,
   stopChild,
-  ticksPerSecond,
+  waitForHealth,
   type Child,
 } from './processes.js';
 
@@ -24,9 +23,6 @@ import {
  * than 1% failed requests) does.
  */
 
-// dist/bench/run.js → the repository root.
-const ROOT = join(import.meta.dirname, '..', '..');
-const MAIN = join(ROOT, 'dist', 'src', 'main.js');
 const HERE = import.meta.dirname;
 
 const TOKEN = 'bench-token';
@@ -186,15 +182,13 @@ async function startGateway(tmp: string, modelUrl: string): Promise<Gateway> {
   const configPath = join(tmp, 'gatehouse.yaml');
   // JSON is YAML.
   writeFileSync(configPath, JSON.stringify(config, null, 2));
-  const nodeArgs = settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] : [];
-  const child = spawnNode({
-    name: 'gateway',
-    args: [...nodeArgs, MAIN, '--config', configPath],
+  const child = spawnGateway(['--config', configPath], {
     cwd: tmp,
-    // A clean environment: nothing like OPENAI_API_KEY or DATABASE_URL leaks in.
-    env: { PATH: process.env.PATH, TZ: 'UTC' },
-    findUrl: gatewayUrl,
+    nodeArgs: settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] : [],
     startTimeoutMs: 30_000,
+    // stdin stays open like the other children's; the output is kept only as a tail for error reports.
+    stdin: 'pipe',
+    keepLines: 0,
   });
   const url = await child.ready.catch((err: Error) => {
     throw new Error(`${err.message}\n--- gateway output ---\n${child.tail()}`);
@@ -210,6 +204,9 @@ async function startBenchServer(name: string, file: string): Promise<{ child: Ch
     env: { PATH: process.env.PATH },
     findUrl: announcedUrl,
     startTimeoutMs: 10_000,
+    // stdin stays open: our own small servers exit when it closes.
+    stdin: 'pipe',
+    keepLines: 0,
   });
   const url = await child.ready.catch((err: Error) => {
     throw new Error(`${err.message}\n--- ${name} output ---\n${child.tail()}`);
@@ -441,8 +438,7 @@ async function main(): Promise<number> {
     progress(`fake OpenAI server on ${model.url}`);
     const gateway = await startGateway(tmp, model.url);
     progress(`gateway on ${gateway.url} (pid ${gateway.child.pid})`);
-    const health = await call(`${gateway.url}/api/v1/health`, 'GET');
-    if (health.status !== 200) throw new Error(`GET /health → HTTP ${health.status}: ${JSON.stringify(health.json)}`);
+    await waitForHealth(gateway.url);
     await sleep(500);
     const idleRss = memoryMiB(gateway.child.pid, 'VmRSS');
 

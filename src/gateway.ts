@@ -1,13 +1,27 @@
-import type { Config } from './config/config.schema.js';
+import { analyticsRoutes } from './analytics/index.js';
+import { channelRoutes, createBuiltInChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './channels/index.js';
 import { secretValues } from './config/config.redact.js';
+import { cronRoutes, presentCronRun } from './cron/index.js';
+import { docsRoutes } from './docs/index.js';
+import { EventBus, publishWrites } from './events/index.js';
 import { healthRoutes } from './health/index.js';
-import { createGuard, type Guard } from './http/guard.js';
 import type { RouteDef } from './http/route.js';
-import { buildHttpServer, type HttpApp } from './http/server.js';
-import { systemClock, type Clock } from './lib/clock.js';
-import { createIdGenerator, type IdGenerator } from './lib/ids.js';
-import type { Logger } from './logs/logger.js';
-import { createLogPipeline, logRoutes, type LogPipeline } from './logs/index.js';
+import { buildHttpServer } from './http/server.js';
+import { systemClock } from './lib/clock.js';
+import { createIdGenerator } from './lib/ids.js';
+import { packageVersion } from './lib/version.js';
+import { KnowledgeService, knowledgeRoutes, knowledgeTools } from './knowledge/index.js';
+import { createLogPipeline, logRoutes } from './logs/index.js';
+import { MemoryService, memoryRoutes, memoryTools } from './memory/index.js';
+import { GatewayMetrics, metricsRoutes } from './metrics/index.js';
+import { createPairingService, pairingRoutes } from './pairing/index.js';
+import { createProvider, ToolRegistry } from './runtime/index.js';
+import { CronScheduler } from './scheduler/index.js';
+import { createSearchEngine } from './search/index.js';
+import { createTokenScrubber } from './security/audit.js';
+import { createIdentityPolicy } from './security/identity.js';
+import { createSecurity, prepareAdminToken } from './security/security.js';
+import { SessionService, sessionRoutes } from './sessions/index.js';
 import {
   agentListener,
   logLevelListener,
@@ -16,45 +30,7 @@ import {
   settingsRoutes,
   taskConcurrencyListener,
 } from './settings/index.js';
-import { ensureAdminToken } from './security/admin-token.js';
-import { createAuditLog, createFailureThrottle, createTokenScrubber, type AuditLog } from './security/audit.js';
-import { createRateLimiter } from './security/rate-limit.js';
-import { createTokenBook } from './security/tokens.js';
-import { openStore, type Store } from './store/index.js';
-import { errors } from './http/errors.js';
-import { createProvider, type ModelProvider } from './runtime/providers/index.js';
-import { ToolRegistry, type AgentTool } from './runtime/tools.js';
-import { judgeIdentity } from './security/identity.js';
-import { isLoopbackPeer } from './security/host-origin.js';
-import { countSessions } from './sessions/sessions.repo.js';
-import { sessionRoutes } from './sessions/sessions.routes.js';
-import { createMessagePath, type MessagePath } from './turns/message-path.js';
-import { messageRoutes } from './turns/message.routes.js';
-import { turnRoutes } from './turns/turns.routes.js';
-import { ChannelRegistry } from './channels/channel-registry.js';
-import { channelRoutes } from './channels/channels.routes.js';
-import type { IdentityCheck } from './channels/identity-check.js';
-import { createWebhookChannel, type WebhookChannel } from './channels/webhook/webhook.channel.js';
-import { createWebSocketChannel, type WebSocketChannel } from './channels/websocket/websocket.channel.js';
-import { EventBus } from './events/event-bus.js';
-import { publishWrites } from './events/publish-writes.js';
-import { createPairingService, type PairingService } from './pairing/pairing.service.js';
-import { pairingRoutes } from './pairing/pairing.routes.js';
-import { docsRoutes } from './docs/docs.routes.js';
-import { cronRoutes, presentCronRun } from './cron/index.js';
-import { KnowledgeService, knowledgeRoutes, knowledgeTools } from './knowledge/index.js';
-import { MemoryService, memoryRoutes, memoryTools } from './memory/index.js';
-import { createSearchEngine } from './search/index.js';
 import {
-  countTasksCompletedSince,
-  presentTask,
-  TaskRunner,
-  TaskService,
-  taskRoutes,
-  taskTools,
-} from './tasks/index.js';
-import {
-  countSkillsUsedSince,
   createSkillsService,
   presentSkill,
   skillCommands,
@@ -62,105 +38,29 @@ import {
   skillTools,
   skillsSystemContext,
 } from './skills/index.js';
-import { CronScheduler } from './scheduler/index.js';
-import { analyticsRoutes } from './analytics/index.js';
-import { GatewayMetrics } from './metrics/metrics.js';
-import { metricsRoutes } from './metrics/metrics.routes.js';
-import { readFileSync } from 'node:fs';
+import { openStore } from './store/index.js';
+import { presentTask, TaskRunner, TaskService, taskRoutes, taskTools } from './tasks/index.js';
+import { createMessagePath, messageRoutes } from './turns/index.js';
+import { internalsOf, type Gateway, type GatewayOptions } from './gateway.handle.js';
 
-/** The package version, for the OpenAPI document (found from src/ and from dist/src/ alike). */
-const PACKAGE_VERSION = ((): string => {
-  for (const up of ['../package.json', '../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(new URL(up, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'gatehouse' && pkg.version) return pkg.version;
-    } catch {
-      /* try the next place */
-    }
-  }
-  return '0.0.0';
-})();
-
-/** Everything the process entry (and tests) need from a built gateway. */
-export interface Gateway {
-  readonly config: Config;
-  readonly app: HttpApp;
-  readonly store: Store;
-  readonly guard: Guard;
-  readonly audit: AuditLog;
-  readonly logger: Logger;
-  readonly routes: RouteDef[];
-  readonly messages: MessagePath;
-  readonly provider: ModelProvider;
-  readonly bus: EventBus;
-  readonly metrics: GatewayMetrics;
-  /** The cron scheduler (tests tick it on a ManualClock). */
-  readonly cron: CronScheduler;
-  /** The single owner of the running configuration (GET/PUT/PATCH /config, live apply). */
-  readonly settings: SettingsService;
-  readonly channels: ChannelRegistry;
-  readonly pairing: PairingService;
-  readonly websocket: WebSocketChannel;
-  /** The webhook channel when `channels.webhook.enabled`. */
-  readonly webhook: WebhookChannel | null;
-  /** Tasks: the service behind the API and the `task_create` tool, and the runner of agent tasks. */
-  readonly tasks: { service: TaskService; runner: TaskRunner };
-  /** The first-start admin token when it was generated by this start (print it once). */
-  readonly generatedAdminToken: string | null;
-  /** Path of the admin token file when one is in use. */
-  readonly adminTokenPath: string | null;
-  /** Starts listening; resolves to the base URL. */
-  listen(): Promise<string>;
-  /** True once shutdown has begun. */
-  isDraining(): boolean;
-  /** Enters draining: every request but health is answered 503 from now on. */
-  beginDrain(): void;
-  /**
-   * Graceful shutdown (DECISIONS §12): new requests 503, running work gets
-   * up to `graceMs` to finish, then the server, audit log and store close.
-   */
-  shutdown(graceMs?: number): Promise<void>;
-}
-
-export interface GatewayOptions {
-  config: Config;
-  clock?: Clock;
-  ids?: IdGenerator;
-  logger?: Logger;
-  /** Routes added after the built-in ones (embedding, kernel tests). */
-  extraRoutes?: RouteDef[];
-  /** The configuration file read at start-up (`loadConfig().configPath`); PUT /config writes to it. */
-  configPath?: string | null;
-  /** That file's raw object (`loadConfig().fileObject`): the base of a write if the file has gone. */
-  fileObject?: Record<string, unknown>;
-  /** Log pipeline to use instead of building one (tests: read its buffer and files). Not closed by the gateway. */
-  logs?: LogPipeline;
-  /** Replaces the configured model provider (tests, embedding). */
-  provider?: ModelProvider;
-  /** Test overrides for bounds that are impractical to reach in a test. */
-  limits?: { idempotencyCeiling?: number; maxQueued?: number };
-  /** Extra agent tools registered after the built-in ones (tests, embedding). */
-  tools?: AgentTool[];
-}
+export { gatewayInternals, type Gateway, type GatewayInternals, type GatewayOptions } from './gateway.handle.js';
 
 /**
- * The composition root: the one place that picks adapters and wires
- * services. Nothing else constructs stores, providers or the HTTP server.
+ * The composition root: picks adapters and wires services in dependency
+ * order. Policy lives in the capabilities; nothing else constructs stores,
+ * providers or servers.
  */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   const ids = options.ids ?? createIdGenerator(clock);
-  const auth = config.gateway.auth;
-  const configuredTokens = auth.api_tokens.length + auth.admin_tokens.length;
-  const admin = ensureAdminToken({
-    dataDir: config.data_dir,
-    profile: config.security.profile,
-    configuredTokens,
-    bindHost: config.gateway.host,
-  });
-  const secrets = [...secretValues(config), ...(admin.token ? [admin.token] : [])];
-  const scrub = createTokenScrubber(secrets);
+  const { auth } = config.gateway;
+  let draining = false;
+  const isDraining = () => draining;
+
+  // Security and operations: the admin token, secrets kept out of every output, logs, audit, guard.
+  const admin = prepareAdminToken(config);
+  const scrub = createTokenScrubber([...secretValues(config), ...(admin.token ? [admin.token] : [])]);
   const logs =
     options.logs ??
     createLogPipeline({
@@ -178,41 +78,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     onListenerError: (err) => logger.error({ source: 'config', err }, 'applying a live configuration change failed'),
   });
   settings.onChange(logLevelListener(logger));
+  const store = await openStore({ driver: config.storage.driver, dataDir: config.data_dir, url: config.storage.url });
+  const security = createSecurity({ config, clock, logger, adminToken: admin.token, scrub });
+  const { audit, guard } = security;
+  settings.onChange(rateLimitListener(security.rateLimits));
+  const pairing = createPairingService({ store, clock, auth, audit });
+  const identity = createIdentityPolicy({ auth, isPaired: (p, u) => pairing.isPaired(p, u), audit });
 
-  const store = await openStore({
-    driver: config.storage.driver,
-    dataDir: config.data_dir,
-    url: config.storage.url,
-  });
-  const audit = createAuditLog({
-    dataDir: config.data_dir,
-    clock,
-    scrub,
-    onError: (err) => logger.error({ source: 'audit', err: err.message }, 'audit log write failed'),
-  });
-  const tokens = createTokenBook({
-    apiTokens: auth.api_tokens,
-    adminTokens: auth.admin_tokens,
-    extraAdminTokens: admin.token ? [admin.token] : [],
-  });
-  const rateLimits = { ...config.security.rate_limits };
-  const rateLimiter = createRateLimiter({ limits: rateLimits, clock });
-  settings.onChange(rateLimitListener(rateLimits));
-  const failureThrottle = createFailureThrottle({ clock, perMinute: 120, maxKeys: 10_000 });
-  const guard = createGuard({
-    config,
-    clock,
-    tokens,
-    rateLimiter,
-    audit,
-    // Local callers are never throttled; remote floods cannot grow the file at request speed.
-    allowFailureAudit: (ip) => isLoopbackPeer(ip) || failureThrottle.allow(ip),
-  });
-
-  let draining = false;
-  const provider = options.provider ?? createProvider(config.provider);
+  // The agent's resources, each with its tools.
   const bus = new EventBus();
   logs.connectBus(bus);
+  const provider = options.provider ?? createProvider(config.provider);
   const tools = new ToolRegistry();
   const skills = createSkillsService({
     store,
@@ -223,48 +99,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const search = createSearchEngine({ store, embeddings: config.embeddings, logger });
   const memory = new MemoryService({ store, clock, ids, search });
   const knowledge = new KnowledgeService({ store, clock, ids, search });
-  for (const tool of [...memoryTools(memory), ...knowledgeTools(knowledge), ...skillTools(skills)])
-    tools.register(tool);
-  // Tasks (DECISIONS §9): every change goes to the live feed and wakes the runner (built once the message path exists).
-  const taskService = new TaskService({
-    store,
-    clock,
-    ids,
-    interruptTurn: (eventId, reason) => messages.runner.interrupt(eventId, reason),
-    onChange: (event, task) => {
-      taskRunner.notify();
-      bus.publish('tasks', event, presentTask(task));
-    },
-  });
-  for (const tool of taskTools(taskService, () => taskRunner.notify())) tools.register(tool);
-  for (const tool of options.tools ?? []) tools.register(tool);
-  const isAdminUser = (platform: string, userId: string): boolean =>
-    judgeIdentity({
-      mode: auth.mode,
-      allowedUsers: auth.allowed_users,
-      adminUsers: auth.admin_users,
-      platform,
-      userId,
-      paired: false,
-    }) === 'admin';
-  // Gauges read the message path lazily (at scrape time).
-  const metrics = new GatewayMetrics({
-    queueDepth: () => messages.queue.size,
-    turnsRunning: () => messages.queue.running,
-    waiters: () => messages.waiters.waiting,
-    idempotencyRecords: () => messages.gauge.value,
-    wsClients: () => wsClients(),
-  });
+
+  // The message path: every entry point below goes through its door.
+  const metrics = new GatewayMetrics();
   store.writer.observe((seconds) => metrics.storeBatch.observe(seconds));
-  let wsClients = (): number => 0;
   const messages = createMessagePath({
-    onOutcome: (status, ms) => metrics.turnDuration.observe({ status }, ms / 1000),
-    onReplay: () => metrics.idempotencyReplays.inc(),
-    onAccepted: (sessionKey, eventId) => {
-      if (bus.hasListeners('sessions')) bus.publish('sessions', 'updated', { id: sessionKey, event_id: eventId });
-    },
-    systemContext: [skillsSystemContext(skills)],
-    commands: { ...skillCommands(skills, { isAdminUser }) },
     config,
     store,
     clock,
@@ -272,110 +111,103 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     provider,
     tools,
-    ...(options.limits?.idempotencyCeiling !== undefined
-      ? { idempotencyCeiling: options.limits.idempotencyCeiling }
-      : {}),
-    ...(options.limits?.maxQueued !== undefined ? { maxQueued: options.limits.maxQueued } : {}),
+    checkIdentity: identity.check,
+    idempotencyCacheSizes: { webhook: WEBHOOK_IDEMPOTENCY_CACHE },
+    systemContext: [skillsSystemContext(skills)],
+    commands: skillCommands(skills, { isAdminUser: identity.isAdminUser }),
+    onOutcome: (status, ms) => metrics.turnDuration.observe({ status }, ms / 1000),
+    onReplay: () => metrics.idempotencyReplays.inc(),
+    onAccepted: (sessionKey, eventId) => {
+      if (bus.hasListeners('sessions')) bus.publish('sessions', 'updated', { id: sessionKey, event_id: eventId });
+    },
+    idempotencyCeiling: options.limits?.idempotencyCeiling,
+    maxQueued: options.limits?.maxQueued,
   });
-  settings.onChange(agentListener((live) => messages.runner.reconfigure(live)));
+  settings.onChange(agentListener((live) => messages.reconfigure(live)));
+  messages.tap((event) => {
+    if (bus.hasListeners('turns'))
+      bus.publish('turns', event.type, { event_id: event.eventId, seq: event.seq, ...event.data });
+  });
+
+  // Work the gateway creates itself: tasks and cron, handed the door.
+  const taskService = new TaskService({
+    store,
+    clock,
+    ids,
+    interruptTurn: (eventId, reason) => messages.interrupt(eventId, reason),
+    onChange: (event, task) => bus.publish('tasks', event, presentTask(task)),
+  });
   const taskRunner = new TaskRunner({
     service: taskService,
     store,
     clock,
     logger,
-    intake: messages.intake,
-    waiters: messages.waiters,
-    runner: messages.runner,
+    messages,
     owner: messages.owner,
     maxConcurrent: config.tasks.max_concurrent,
   });
+  bus.subscribe(['tasks'], () => taskRunner.notify()); // every task change may be work for the runner
   settings.onChange(taskConcurrencyListener((max) => taskRunner.setMaxConcurrent(max)));
-  const providerLabel = `${provider.type}:${provider.model}`;
-  messages.hub.tap((event) => {
-    if (bus.hasListeners('turns')) {
-      bus.publish('turns', event.type, { event_id: event.eventId, seq: event.seq, ...event.data });
-    }
-  });
+  const agentTools = [
+    ...memoryTools(memory),
+    ...knowledgeTools(knowledge),
+    ...skillTools(skills),
+    ...taskTools(taskService, () => taskRunner.notify()),
+    ...(options.tools ?? []),
+  ];
+  for (const tool of agentTools) tools.register(tool);
   const cron = new CronScheduler({
     store,
     clock,
     ids,
-    intake: messages.intake,
-    waiters: messages.waiters,
+    intake: messages,
+    waiters: { wait: (eventId, timeoutMs, signal) => messages.waitFor(eventId, timeoutMs, signal) },
     profile: config.security.profile,
     logger,
     onRun: (run) => bus.publish('cron', 'run', presentCronRun(run)),
   });
-  const pairing = createPairingService({ store, clock, auth, audit });
-  const checkIdentity: IdentityCheck = async (input) => {
-    if (input.loopbackTrusted) return; // loopback exemption (spec); tokens were still required
-    const verdict = judgeIdentity({
-      mode: auth.mode,
-      allowedUsers: auth.allowed_users,
-      adminUsers: auth.admin_users,
-      platform: input.platform,
-      userId: input.userId,
-      paired: auth.mode === 'pairing' ? await pairing.isPaired(input.platform, input.userId) : false,
-    });
-    if (verdict === 'denied') {
-      audit.record({
-        event: 'auth_failure',
-        ip: input.ip,
-        user: `${input.platform}:${input.userId}`,
-        mode: auth.mode,
-        reason: 'user_not_allowed',
-      });
-      throw errors.forbidden(`user ${input.platform}:${input.userId} is not authorised`);
-    }
-  };
-  const channels = new ChannelRegistry({ clock, bus, logger });
-  const webhookConfig = config.channels.webhook;
-  const webhook = webhookConfig.enabled
-    ? createWebhookChannel({
-        config: webhookConfig,
-        maxBodyBytes: config.gateway.max_body_bytes,
-        clock,
-        logger,
-        intake: messages.webhookIntake,
-        waiters: messages.waiters,
-        checkIdentity,
-        loopbackTrusted: (remoteAddress, hostHeader) =>
-          guard.loopbackTrusted({
-            method: 'POST',
-            path: webhookConfig.path,
-            headers: { host: hostHeader },
-            remoteAddress,
-          }),
-        stats: channels.statsFor('webhook'),
-        isDraining: () => draining,
-      })
-    : null;
-  // Health reads the WebSocket client count lazily (`wsClients`): the channel is built once the app exists.
+
+  // Channels: the WebSocket on the API server, the webhook on its own.
+  const {
+    registry: channels,
+    websocket,
+    webhook,
+  } = createBuiltInChannels({
+    config,
+    guard,
+    rateLimiter: security.rateLimiter,
+    audit,
+    messages,
+    bus,
+    checkIdentity: identity.check,
+    clock,
+    logger,
+    isDraining,
+  });
+  metrics.gauge({
+    queueDepth: messages.gauges.queued,
+    turnsRunning: messages.gauges.running,
+    waiters: messages.gauges.waiters,
+    idempotencyRecords: messages.gauges.idempotencyRecords,
+    wsClients: () => websocket.clientCount(),
+  });
+
+  // The API.
+  const sessions = new SessionService({ store, clock, ids });
+  const replyTimeoutMs = Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000;
   const routes: RouteDef[] = [
     ...healthRoutes({
       pingStore: () => store.ping(),
-      isDraining: () => draining,
-      provider: () => providerLabel,
+      isDraining,
+      provider: () => `${provider.type}:${provider.model}`,
       providerIsEcho: () => provider.type === 'echo',
       channels: () => channels.states(),
-      wsClients: () => wsClients(),
-      sessionCounts: () => countSessions(store.db),
+      wsClients: () => websocket.clientCount(),
+      sessionCounts: () => sessions.counts(),
     }),
-    ...publishWrites(
-      sessionRoutes({
-        store,
-        clock,
-        ids,
-        intake: messages.intake,
-        waiters: messages.waiters,
-        hub: messages.hub,
-        replyTimeoutMs: Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000,
-      }),
-      bus,
-      'sessions',
-    ),
-    ...messageRoutes({ intake: messages.intake, waiters: messages.waiters, checkIdentity }),
-    ...turnRoutes({ store, hub: messages.hub, queue: messages.queue, clock, owner: messages.owner }),
+    ...publishWrites(sessionRoutes({ service: sessions, messages, replyTimeoutMs }), bus, 'sessions'),
+    ...messageRoutes(messages),
+    ...messages.routes(),
     ...pairingRoutes({ service: pairing, auth }),
     ...publishWrites(cronRoutes({ store, clock, ids, runner: cron }), bus, 'cron'),
     ...channelRoutes(channels),
@@ -385,8 +217,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       store,
       clock,
       extraCounts: async (since) => ({
-        tasks_completed: await countTasksCompletedSince(store.db, since),
-        skills_used: await countSkillsUsedSince(store.db, since),
+        tasks_completed: await taskService.countCompletedSince(since),
+        skills_used: await skills.countUsedSince(since),
       }),
     }),
     ...skillRoutes({ service: skills }),
@@ -397,7 +229,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...docsRoutes({
       routes: () => routes,
       apiPrefix: config.gateway.api_prefix,
-      version: PACKAGE_VERSION,
+      version: packageVersion(),
       rateLimited: config.security.profile !== 'minimal',
     }),
     ...(options.extraRoutes ?? []),
@@ -407,79 +239,51 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     routes,
     guard,
     logger,
-    isDraining: () => draining,
+    isDraining,
     onResponse: (method, route, status) => metrics.requests.inc({ method, route, status: String(status) }),
   });
-  const websocket = await createWebSocketChannel({
-    app,
-    config,
-    guard,
-    rateLimiter,
-    audit,
-    intake: messages.intake,
-    waiters: messages.waiters,
-    hub: messages.hub,
-    runner: messages.runner,
-    bus,
-    checkIdentity,
-    stats: channels.statsFor('websocket'),
-    clock,
-    logger,
-  });
-  wsClients = () => websocket.clientCount();
-  channels.add(websocket);
-  if (webhook) channels.add(webhook);
+  await websocket.register(app);
+
   await messages.start();
   await taskRunner.start();
   await channels.startAll();
   cron.start();
 
+  /** Shutdown, in order (DECISIONS §12): each step closes one part. */
+  let taskRuns: Promise<void> = Promise.resolve();
+  const shutdownSteps = (graceMs: number): Array<() => Promise<void> | void> => [
+    () => cron.close(),
+    () => void (taskRuns = taskRunner.close()), // stop claiming; runs end with their turns
+    () => messages.shutdown(graceMs),
+    () => taskRuns,
+    () => channels.stopAll(),
+    () => app.close(),
+    () => audit.close(),
+    () => search.close(),
+    () => store.close(),
+    () => logger.info({ source: 'lifecycle' }, 'shutdown complete'),
+    () => logger.flush(),
+    () => (options.logs ? undefined : logs.close()),
+  ];
   let shutdownPromise: Promise<void> | null = null;
-  return {
+  const gateway: Gateway = {
     config,
     app,
-    store,
-    guard,
-    audit,
     logger,
-    routes,
-    messages,
-    provider,
-    bus,
-    metrics,
-    cron,
-    settings,
-    channels,
-    pairing,
-    websocket,
-    webhook,
-    tasks: { service: taskService, runner: taskRunner },
-    generatedAdminToken: admin.generated ? admin.token : null,
-    adminTokenPath: admin.token ? admin.path : null,
-    isDraining: () => draining,
-    beginDrain: () => {
-      draining = true;
-    },
-    async listen() {
-      return app.listen({ host: config.gateway.host, port: config.gateway.port });
-    },
+    firstStart: { adminToken: admin.generated ? admin.token : null, adminTokenPath: admin.token ? admin.path : null },
+    listen: () => app.listen({ host: config.gateway.host, port: config.gateway.port }),
     shutdown(graceMs = 60_000) {
       shutdownPromise ??= (async () => {
         draining = true;
-        await cron.close();
-        const taskRuns = taskRunner.close(); // stop claiming; runs end with their turns (§12)
-        await messages.shutdown(graceMs);
-        await taskRuns;
-        await channels.stopAll();
-        await app.close();
-        await audit.close();
-        await search.close();
-        await store.close();
-        logger.info({ source: 'lifecycle' }, 'shutdown complete');
-        logger.flush();
-        if (!options.logs) await logs.close();
+        for (const step of shutdownSteps(graceMs)) await step();
       })();
       return shutdownPromise;
     },
   };
+  // prettier-ignore
+  internalsOf.set(gateway, {
+    store, guard, audit, routes, messages, provider, bus, metrics, cron, settings, channels, pairing, websocket,
+    webhook, tasks: { service: taskService, runner: taskRunner }, isDraining, beginDrain: () => void (draining = true),
+  });
+  return gateway;
 }

@@ -80,11 +80,11 @@ async function main(): Promise<void> {
     `listening on ${url}`,
   );
   process.stderr.write(`Gatehouse listening on ${url} (health: ${url}${config.gateway.api_prefix}/health)\n`);
-  if (gateway.generatedAdminToken) {
+  if (gateway.firstStart.adminToken) {
     // Shown once, on the terminal only: never through the logger, the logs API or the audit log.
     process.stderr.write(
-      `\nFirst start: an admin token was generated and saved to ${gateway.adminTokenPath} (mode 0600).\n` +
-        `  Admin token: ${gateway.generatedAdminToken}\n` +
+      `\nFirst start: an admin token was generated and saved to ${gateway.firstStart.adminTokenPath} (mode 0600).\n` +
+        `  Admin token: ${gateway.firstStart.adminToken}\n` +
         `  Try: curl -H "X-API-Token: <token>" ${url}${config.gateway.api_prefix}/health\n\n`,
     );
   }

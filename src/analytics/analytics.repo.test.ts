@@ -2,7 +2,7 @@ import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ManualClock } from '../lib/clock.js';
 import type { Database } from '../store/database.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { appendMessage, createSession, deleteSession, touchSession } from '../sessions/sessions.repo.js';
 import { type UsageInput, recordUsage } from '../usage/usage.repo.js';
 import { periodWindow } from './analytics.periods.js';

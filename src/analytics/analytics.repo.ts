@@ -1,5 +1,5 @@
 import { type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type Transaction, sql } from 'kysely';
-import type { Database } from '../store/database.js';
+import type { Database } from '../store/index.js';
 import type { TimeRange } from './analytics.periods.js';
 
 /** `store.db` or a transaction: every query here is a read that composes inside the caller's transaction. */

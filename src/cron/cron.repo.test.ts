@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../store/database.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { finishTurn, insertTurn } from '../turns/turns.repo.js';
 import {
   NOT_AUTHORIZED,

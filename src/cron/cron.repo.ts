@@ -1,5 +1,5 @@
 import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
-import type { Database } from '../store/database.js';
+import type { Database } from '../store/index.js';
 
 /** `cron_jobs` (migration 009_cron): one row per job. */
 export interface CronJobsTable {

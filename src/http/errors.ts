@@ -1,3 +1,5 @@
+import { StoreUnavailableError } from '../store/index.js';
+
 /**
  * The closed set of error codes (DECISIONS §3) and the one error type every
  * layer throws. The error handler in `server.ts` turns it into the envelope
@@ -82,4 +84,73 @@ export function errorEnvelope(error: ApiError, requestId: string): { error: Reco
   return {
     error: { code: error.code, message: error.message, details: error.details, request_id: requestId },
   };
+}
+
+/**
+ * What any thrown value means for the client, decided once for the API,
+ * the webhook server and the WebSocket (DECISIONS §3): the ApiError to
+ * answer with, whether it is the idempotency conflict (spec rule 4: its own
+ * body), and how to log it — client errors not at all, a store outage as a
+ * warning (spec: 503 when durable storage is unavailable), anything
+ * unexpected as an error with its cause (answered with a generic 500).
+ */
+export interface ClassifiedError {
+  error: ApiError;
+  conflict: boolean;
+  log: 'none' | 'warn' | 'error';
+}
+
+/**
+ * Classifies a thrown value (see `ClassifiedError`). Framework errors carry
+ * a `statusCode`: 413 is PAYLOAD_TOO_LARGE (`maxBodyBytes` in the details
+ * when known), other 4xx are 400 BAD_REQUEST.
+ */
+export function classifyError(err: unknown, options: { maxBodyBytes?: number } = {}): ClassifiedError {
+  if (err instanceof ApiError) return { error: err, conflict: false, log: 'none' };
+  if (err instanceof IdempotencyConflictError) {
+    return { error: new ApiError('CONFLICT', err.message), conflict: true, log: 'none' };
+  }
+  if (err instanceof StoreUnavailableError) {
+    return { error: errors.unavailable('storage unavailable'), conflict: false, log: 'warn' };
+  }
+  const framework = (err ?? {}) as { statusCode?: unknown; code?: unknown };
+  const status = typeof framework.statusCode === 'number' ? framework.statusCode : 500;
+  if (status === 413) {
+    const error =
+      options.maxBodyBytes !== undefined
+        ? errors.payloadTooLarge(options.maxBodyBytes)
+        : new ApiError('PAYLOAD_TOO_LARGE', 'request body too large');
+    return { error, conflict: false, log: 'none' };
+  }
+  if (status >= 400 && status < 500) {
+    const message =
+      framework.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json' : 'bad request';
+    return { error: errors.badRequest(message), conflict: false, log: 'none' };
+  }
+  return { error: errors.internal(), conflict: false, log: 'error' };
+}
+
+/** A response for the HTTP servers (API and webhook): status, body and headers. */
+export interface ErrorResponse {
+  status: number;
+  body: unknown;
+  headers: Record<string, string>;
+}
+
+/**
+ * The HTTP answer for anything thrown: the envelope with the request id, or
+ * the conflict's `{"error": message}` (spec rule 4 — the one body outside
+ * the envelope). Logs as `classifyError` says, never the cause to the client.
+ */
+export function errorResponse(
+  err: unknown,
+  requestId: string,
+  logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void },
+  options: { maxBodyBytes?: number } = {},
+): ErrorResponse {
+  const { error, conflict, log } = classifyError(err, options);
+  if (log === 'warn') logger.warn({ err: (err as Error).message, request_id: requestId }, 'store unavailable');
+  if (log === 'error') logger.error({ err, request_id: requestId }, 'unhandled error');
+  if (conflict) return { status: 409, body: { error: error.message }, headers: {} };
+  return { status: error.status, body: errorEnvelope(error, requestId), headers: error.headers };
 }

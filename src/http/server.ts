@@ -1,8 +1,7 @@
-import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.schema.js';
-import type { Logger } from '../logs/logger.js';
-import { StoreUnavailableError } from '../store/errors.js';
-import { ApiError, errorEnvelope, errors, IdempotencyConflictError } from './errors.js';
+import type { Logger } from '../logs/index.js';
+import { ApiError, errorEnvelope, errorResponse, errors } from './errors.js';
 import { corsAllowHeaders, type Guard, type GuardRequest } from './guard.js';
 import { requestIdFor } from './request-id.js';
 import { HANDLED, HttpResult, rateGroupOf, type RequestContext, type RouteDef } from './route.js';
@@ -56,42 +55,6 @@ function guardRequest(request: FastifyRequest): GuardRequest {
   };
 }
 
-/** Maps any thrown value to the status and body the client sees. */
-function toResponse(
-  error: unknown,
-  requestId: string,
-  logger: Logger,
-): { status: number; body: unknown; headers: Record<string, string> } {
-  if (error instanceof ApiError) {
-    return { status: error.status, body: errorEnvelope(error, requestId), headers: error.headers };
-  }
-  if (error instanceof StoreUnavailableError) {
-    // spec: 503 when the ledger, durable storage or idempotency storage is unavailable.
-    logger.warn({ err: error.message, request_id: requestId }, 'store unavailable');
-    return { status: 503, body: errorEnvelope(errors.unavailable('storage unavailable'), requestId), headers: {} };
-  }
-  if (error instanceof IdempotencyConflictError) {
-    // spec: idempotent retries, rule 4 — the one body outside the envelope.
-    return { status: 409, body: { error: error.message }, headers: {} };
-  }
-  const fastifyError = error as Partial<FastifyError>;
-  const status = typeof fastifyError.statusCode === 'number' ? fastifyError.statusCode : 500;
-  if (status === 413) {
-    return {
-      status,
-      body: errorEnvelope(new ApiError('PAYLOAD_TOO_LARGE', 'request body too large'), requestId),
-      headers: {},
-    };
-  }
-  if (status >= 400 && status < 500) {
-    const message =
-      fastifyError.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json' : 'bad request';
-    return { status: 400, body: errorEnvelope(errors.badRequest(message), requestId), headers: {} };
-  }
-  logger.error({ err: error, request_id: requestId }, 'unhandled error');
-  return { status: 500, body: errorEnvelope(errors.internal(), requestId), headers: {} };
-}
-
 /**
  * Builds the Fastify app (not listening). Every route passes one pipeline:
  * request id → draining gate → Origin/Host → token → rate group →
@@ -143,7 +106,7 @@ export function buildHttpServer(options: HttpServerOptions) {
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const response = toResponse(error, request.id, httpLogger);
+    const response = errorResponse(error, request.id, httpLogger);
     void reply.code(response.status).headers(response.headers).send(response.body);
   });
 

@@ -1,106 +1,60 @@
-import { createHash } from 'node:crypto';
-import { errors } from '../http/errors.js';
+import type { Kysely, Transaction } from 'kysely';
+import { errors, IdempotencyConflictError } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Store } from '../store/index.js';
-import { countUnexpired, purgeExpired } from './idempotency.repo.js';
+import type { Database, Store } from '../store/index.js';
+import {
+  claimIdempotencyKey,
+  countUnexpired,
+  getIdempotencyRecord,
+  purgeExpired,
+  setIdempotencyEventId,
+  setIdempotencyExpiry,
+  type IdempotencyRecord,
+} from './idempotency.repo.js';
+import { deriveEventId, scopeId, type IdempotencyScope, type ScopeKind } from './idempotency.keys.js';
 
-/** spec: Limits — key length 1..200, no control characters. */
-export const MAX_KEY_LENGTH = 200;
-/** spec: Limits — persisted unexpired records. */
+/** spec: Limits — a record lives 3600 s from its turn's completion (an acknowledgement: from its creation). */
+export const IDEMPOTENCY_TTL_MS = 3_600_000;
+/** spec: Limits — persisted unexpired records; at the ceiling new keys get 503 (spec rule 7). */
 export const DEFAULT_CEILING = 100_000;
+/** spec: Limits — the in-memory LRU in front of the store, per kind of scope (DECISIONS §6: 4096 gateway, 2048 webhook). */
+export const DEFAULT_CACHE_SIZES: Readonly<Record<ScopeKind, number>> = { principal: 4096, webhook: 2048 };
 
-// Control characters: C0, DEL and C1.
-// eslint-disable-next-line no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+type Executor = Kysely<Database> | Transaction<Database>;
 
-/**
- * Validates an idempotency key (spec rule 1). A blank key is 400: spaces are
- * not trimmed away into validity (DECISIONS §6).
- */
-export function validateKey(key: string, where: string): string {
-  if (key.length === 0 || key.trim().length === 0)
-    throw errors.badRequest(`${where}: idempotency key must not be empty`);
-  if (key.length > MAX_KEY_LENGTH)
-    throw errors.badRequest(`${where}: idempotency key longer than ${MAX_KEY_LENGTH} characters`);
-  if (CONTROL.test(key)) throw errors.badRequest(`${where}: idempotency key contains control characters`);
-  return key;
+/** One keyed request, as the message path hands it over. */
+export interface KeyedRequest {
+  scope: IdempotencyScope;
+  key: string;
+  fingerprint: string;
+  /** Whether this request waits for the final result (what a retry of it will answer: spec rules 5–6). */
+  wait: boolean;
 }
 
-function headerValue(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const value = headers[name];
-  if (Array.isArray(value)) {
-    if (new Set(value).size > 1) throw errors.badRequest(`conflicting ${name} headers`);
-    return value[0];
-  }
-  return value;
+/** The original a retry maps to (spec rule 3): its event, session and whether it waited. */
+export interface Original {
+  eventId: string;
+  sessionKey: string;
+  originalWait: boolean;
 }
 
-/**
- * The request's idempotency key from `Idempotency-Key`, `X-Idempotency-Key`
- * and (where allowed) a body/frame field. Keys given in several places must
- * agree (spec rule 2), else 400. Undefined when none is given.
- */
-export function resolveKey(
-  headers: Record<string, string | string[] | undefined>,
-  bodyKey?: unknown,
-): string | undefined {
-  const found: Array<[string, string]> = [];
-  const a = headerValue(headers, 'idempotency-key');
-  const b = headerValue(headers, 'x-idempotency-key');
-  if (a !== undefined) found.push(['Idempotency-Key', validateKey(a, 'Idempotency-Key')]);
-  if (b !== undefined) found.push(['X-Idempotency-Key', validateKey(b, 'X-Idempotency-Key')]);
-  if (bodyKey !== undefined && bodyKey !== null) {
-    if (typeof bodyKey !== 'string') throw errors.badRequest('idempotency_key must be a string');
-    found.push(['idempotency_key', validateKey(bodyKey, 'idempotency_key')]);
-  }
-  if (found.length === 0) return undefined;
-  const first = found[0]![1];
-  for (const [where, key] of found) {
-    if (key !== first) throw errors.badRequest(`${where} differs from ${found[0]![0]}`, { field: where });
-  }
-  return first;
-}
-
-/** Canonical JSON: object keys sorted at every level, so equal meaning hashes equal. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
-
-/** SHA-256 of the canonical JSON of a request's meaning (DECISIONS §6: what counts as "same content"). */
-export function fingerprint(content: Record<string, unknown>): string {
-  return createHash('sha256').update(canonicalJson(content)).digest('hex');
-}
-
-/** The event id of a keyed request: derived from scope + key, so every retry and the ledger agree. */
-export function deriveEventId(scope: string, key: string): string {
-  return `evt_${createHash('sha256').update(scope).update('\u0000').update(key).digest('hex').slice(0, 32)}`;
-}
-
-/** What is cached of one record. */
-export interface CachedRecord {
+/** What one entry of the LRU remembers. */
+interface CachedRecord {
   fingerprint: string;
   eventId: string;
   sessionKey: string;
   wait: boolean;
-  /** Epoch ms after which the cache entry must be re-read from the store. */
+  /** Epoch ms after which the entry must be re-read from the store. */
   staleAfter: number;
 }
 
-/** A bounded LRU (Map insertion order) in front of the store. */
-export class IdempotencyCache {
+/** A bounded LRU (Map insertion order). */
+class Lru {
   private readonly map = new Map<string, CachedRecord>();
   constructor(private readonly capacity: number) {}
 
-  get(scope: string, key: string, now: number): CachedRecord | undefined {
-    const id = `${scope}\u0000${key}`;
+  get(id: string, now: number): CachedRecord | undefined {
     const hit = this.map.get(id);
     if (!hit) return undefined;
     this.map.delete(id);
@@ -109,42 +63,131 @@ export class IdempotencyCache {
     return hit;
   }
 
-  set(scope: string, key: string, record: CachedRecord): void {
-    const id = `${scope}\u0000${key}`;
+  set(id: string, record: CachedRecord): void {
     this.map.delete(id);
     this.map.set(id, record);
     while (this.map.size > this.capacity) this.map.delete(this.map.keys().next().value!);
   }
+}
 
-  get size(): number {
-    return this.map.size;
-  }
+export interface IdempotencyOptions {
+  store: Store;
+  clock: Clock;
+  /** LRU entries per kind of scope (default `DEFAULT_CACHE_SIZES`). */
+  cacheSizes?: Partial<Record<ScopeKind, number>>;
+  /** Unexpired records beyond which new keys are refused with 503 (default `DEFAULT_CEILING`). */
+  ceiling?: number;
+  /** How often expired records are purged and the rest recounted (default 60 s). */
+  refreshMs?: number;
+  /** Told of a failed background recount. */
+  onError: (err: unknown) => void;
+  /** Told of every request answered from an existing record (metrics). */
+  onReplay?: () => void;
 }
 
 /**
- * Keeps an estimate of unexpired records for the ceiling check (spec rule 7)
- * without counting rows on every request: counted at start, incremented on
- * every new record, recounted (and expired rows purged) every `intervalMs`.
+ * Idempotent retries in one place (spec rules 1–8, DECISIONS §6): the
+ * per-scope LRU in front of the store, the ceiling of unexpired records, the
+ * claim inside the intake transaction, the replay of an original and the
+ * start of a record's TTL when its turn completes.
  */
-export class IdempotencyLedgerGauge {
+export class Idempotency {
+  private readonly caches = new Map<ScopeKind, Lru>();
   private count = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(
-    private readonly options: {
-      store: Store;
-      clock: Clock;
-      ceiling: number;
-      intervalMs?: number;
-      onError: (err: unknown) => void;
-    },
-  ) {}
+  constructor(private readonly options: IdempotencyOptions) {
+    const sizes = { ...DEFAULT_CACHE_SIZES, ...options.cacheSizes };
+    for (const kind of Object.keys(sizes) as ScopeKind[]) this.caches.set(kind, new Lru(sizes[kind]));
+  }
 
+  /** The event id a keyed request gets when it is new (spec: derived from scope + key). */
+  derivedEventId(request: Pick<KeyedRequest, 'scope' | 'key'>): string {
+    return deriveEventId(scopeId(request.scope), request.key);
+  }
+
+  /**
+   * The original of a retry from memory (spec rule 3), or null when the
+   * cache does not know the key. Throws the 409 conflict (spec rule 4) when
+   * the key is known with other content.
+   */
+  recall(request: KeyedRequest): Original | null {
+    const hit = this.cache(request).get(this.cacheId(request), this.options.clock.now());
+    if (!hit) return null;
+    return this.answer(request, hit);
+  }
+
+  /** The original of a retry from the store (a cold cache at the bounds, e.g. after a restart), or null. */
+  async lookup(request: KeyedRequest): Promise<Original | null> {
+    const now = isoTime(this.options.clock.now());
+    const existing = await getIdempotencyRecord(this.options.store.db, scopeId(request.scope), request.key, now);
+    return existing ? this.replay(request, existing) : null;
+  }
+
+  /** Throws 503 when the ceiling of unexpired records is reached (spec rule 7: nothing is published). */
+  assertRoom(): void {
+    const ceiling = this.options.ceiling ?? DEFAULT_CEILING;
+    if (this.count >= ceiling) throw errors.unavailable('idempotency storage is full; retry later');
+  }
+
+  /**
+   * Claims the key inside the caller's transaction, for `eventId` (spec
+   * rule 3: exactly one of concurrent claims creates). Null when this call
+   * created the record; else the original it maps to (or the 409 conflict).
+   */
+  async claim(
+    trx: Executor,
+    request: KeyedRequest,
+    record: { eventId: string; sessionKey: string; nowMs: number },
+  ): Promise<Original | null> {
+    const claim = await claimIdempotencyKey(trx, {
+      scope: scopeId(request.scope),
+      key: request.key,
+      fingerprint: request.fingerprint,
+      eventId: record.eventId,
+      sessionKey: record.sessionKey,
+      wait: request.wait,
+      createdAt: isoTime(record.nowMs),
+      // An acknowledgement is complete once given; a waited result expires from its turn's end.
+      expiresAt: request.wait ? null : isoTime(record.nowMs + IDEMPOTENCY_TTL_MS),
+    });
+    return claim.created ? null : this.replay(request, claim.existing);
+  }
+
+  /** Points a just-claimed key at another event (its derived id was used by an expired earlier life of the key). */
+  async repoint(trx: Executor, request: KeyedRequest, eventId: string): Promise<void> {
+    await setIdempotencyEventId(trx, scopeId(request.scope), request.key, eventId);
+  }
+
+  /** After the claim committed: counts the record and caches it. */
+  remember(request: KeyedRequest, original: { eventId: string; sessionKey: string }): void {
+    this.count++;
+    this.cache(request).set(this.cacheId(request), {
+      fingerprint: request.fingerprint,
+      eventId: original.eventId,
+      sessionKey: original.sessionKey,
+      wait: request.wait,
+      staleAfter: this.options.clock.now() + IDEMPOTENCY_TTL_MS,
+    });
+  }
+
+  /** In the transaction that ends a turn: the TTL of its records starts now (spec: Limits). */
+  async settle(trx: Executor, eventId: string): Promise<void> {
+    await setIdempotencyExpiry(trx, eventId, isoTime(this.options.clock.now() + IDEMPOTENCY_TTL_MS));
+  }
+
+  /** Unexpired records as last counted (metrics). */
+  get records(): number {
+    return this.count;
+  }
+
+  /** Counts the records, then purges and recounts every `refreshMs`. */
   async start(): Promise<void> {
     await this.refresh();
+    clearInterval(this.timer);
     this.timer = setInterval(() => {
       this.refresh().catch(this.options.onError);
-    }, this.options.intervalMs ?? 60_000);
+    }, this.options.refreshMs ?? 60_000);
     this.timer.unref();
   }
 
@@ -155,20 +198,37 @@ export class IdempotencyLedgerGauge {
     this.count = await countUnexpired(this.options.store.db, now);
   }
 
-  /** Throws 503 when the ceiling of unexpired records is reached (nothing is published). */
-  assertRoom(): void {
-    if (this.count >= this.options.ceiling) throw errors.unavailable('idempotency storage is full; retry later');
-  }
-
-  added(): void {
-    this.count++;
-  }
-
-  get value(): number {
-    return this.count;
-  }
-
-  stop(): void {
+  /** Stops the background recount. */
+  close(): void {
     clearInterval(this.timer);
+  }
+
+  /** The answer to a retry whose record is in the store: 409 for changed content, else its original. */
+  private replay(request: KeyedRequest, existing: IdempotencyRecord): Original {
+    const cached: CachedRecord = {
+      fingerprint: existing.fingerprint,
+      eventId: existing.eventId,
+      sessionKey: existing.sessionKey,
+      wait: existing.wait,
+      staleAfter: Date.parse(existing.createdAt) + IDEMPOTENCY_TTL_MS,
+    };
+    const original = this.answer(request, cached);
+    this.cache(request).set(this.cacheId(request), cached);
+    return original;
+  }
+
+  private answer(request: KeyedRequest, record: CachedRecord): Original {
+    // spec rule 4: the same key with other content is a conflict.
+    if (record.fingerprint !== request.fingerprint) throw new IdempotencyConflictError();
+    this.options.onReplay?.();
+    return { eventId: record.eventId, sessionKey: record.sessionKey, originalWait: record.wait };
+  }
+
+  private cache(request: KeyedRequest): Lru {
+    return this.caches.get(request.scope.kind)!;
+  }
+
+  private cacheId(request: KeyedRequest): string {
+    return `${scopeId(request.scope)}\u0000${request.key}`;
   }
 }

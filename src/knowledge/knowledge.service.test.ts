@@ -4,7 +4,7 @@ import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
 import { createLogger } from '../logs/logger.js';
 import { SearchEngine } from '../search/index.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { KNOWLEDGE_COLLECTION, KnowledgeService } from './knowledge.service.js';
 
 const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentTool } from '../runtime/tools.js';
+import type { AgentTool } from '../runtime/index.js';
 import { roundScore } from './knowledge.presenter.js';
 import type { KnowledgeService } from './knowledge.service.js';
 

@@ -1,5 +1,5 @@
 import type { LogLevel } from '../config/config.schema.js';
-import type { EventBus } from '../events/event-bus.js';
+import type { EventBus } from '../events/index.js';
 import type { Clock } from '../lib/clock.js';
 import { LogBuffer } from './log-buffer.js';
 import { DailyLogFiles, logsDir } from './log-files.js';

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../../test/helpers/fake-openai.js';
+import { HASHED_EMBEDDINGS, startFakeOpenAI, type FakeOpenAI } from '../../test/helpers/fake-openai.js';
 import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
 import { createLogger } from '../logs/logger.js';
 import { SearchEngine, createEmbeddingsClient } from '../search/index.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { MEMORY_COLLECTION, MemoryKeyTakenError, MemoryService } from './memory.service.js';
 
 const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
@@ -32,6 +32,7 @@ describeBackends('memory service', (backend) => {
   // One database per backend; every test starts from empty tables.
   beforeAll(async () => {
     fake = await startFakeOpenAI();
+    fake.alwaysEmbeddings(HASHED_EMBEDDINGS); // every embeddings call the test does not queue: hashed vectors
     t = await backend.open();
   });
   afterAll(async () => {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentTool } from '../runtime/tools.js';
+import type { AgentTool } from '../runtime/index.js';
 import { presentMemory } from './memory.presenter.js';
 import { memoryContent, memoryKey, memoryTags } from './memory.schema.js';
 import type { MemoryService } from './memory.service.js';

@@ -28,13 +28,18 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  constructor(gauges: {
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
+  }
+
+  /** Registers the gauges, each read at scrape time from the part that owns it (once, when the parts exist). */
+  gauge(gauges: {
     queueDepth: () => number;
     turnsRunning: () => number;
     waiters: () => number;
     idempotencyRecords: () => number;
     wsClients: () => number;
-  }) {
+  }): void {
     const gauge = (name: string, help: string, read: () => number) =>
       new Gauge({
         name,
@@ -49,7 +54,6 @@ export class GatewayMetrics {
     gauge('gatehouse_waiters', 'Requests waiting for a turn outcome', gauges.waiters);
     gauge('gatehouse_idempotency_records', 'Unexpired idempotency records (estimate)', gauges.idempotencyRecords);
     gauge('gatehouse_ws_clients', 'Open WebSocket clients', gauges.wsClients);
-    collectDefaultMetrics({ register: this.registry, prefix: 'gatehouse_' });
   }
 
   /** The exposition text. */

@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { Database } from '../store/database.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import {
   consumePairingCode,
   deleteExpiredPairLocks,

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startTestGateway, type TestGateway } from '../../test/helpers/gateway.js';
+import { startTestGateway, type TestGateway } from '../../test/helpers/harness.js';
+import { internals } from '../../test/helpers/internals.js';
 import {
   CronService,
   claimScheduledRun,
@@ -11,10 +12,10 @@ import {
 import { ApiError } from '../http/errors.js';
 import { type Clock, isoTime, ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
-import { createLogger } from '../logs/logger.js';
+import { createLogger } from '../logs/index.js';
 import type { Store } from '../store/index.js';
-import { describeBackends, type TestStore } from '../store/testing.js';
-import type { SubmitInput } from '../turns/intake.js';
+import { describeBackends, type TestStore } from '../../test/helpers/stores.js';
+import type { Inbound, InboundPayload, MessagePath } from '../turns/index.js';
 import { finishTurn, getTurn, insertTurn, listSessionTurns } from '../turns/turns.repo.js';
 import {
   CronScheduler,
@@ -30,6 +31,11 @@ const MINUTE = 60_000;
 /** ISO timestamp `minutes` after the base time. */
 const at = (minutes: number): string => isoTime(BASE + minutes * MINUTE);
 const silent = () => createLogger({ level: 'error', stdout: { write: () => undefined } });
+
+/** The scheduler's ports on a gateway's message path: `submit`, and `waitFor` as its waiters. */
+function messagePorts(messages: MessagePath): Pick<CronSchedulerOptions, 'intake' | 'waiters'> {
+  return { intake: messages, waiters: { wait: (id, timeoutMs, signal) => messages.waitFor(id, timeoutMs, signal) } };
+}
 
 /** One scheduler plus the service that creates its jobs, on one store and clock. */
 interface Rig {
@@ -90,8 +96,8 @@ describe('CronScheduler on a gateway (echo provider, ManualClock)', () => {
   const open = async (profile: CronSecurityProfile, extra: Partial<CronSchedulerOptions> = {}): Promise<Rig> => {
     const clock = new ManualClock(BASE);
     gateway = await startTestGateway({}, clock);
-    const { store, messages } = gateway.gateway;
-    current = rig(store, clock, { intake: messages.intake, waiters: messages.waiters }, profile, extra);
+    const { store, messages } = internals(gateway.gateway);
+    current = rig(store, clock, messagePorts(messages), profile, extra);
     return current;
   };
   afterEach(async () => {
@@ -241,8 +247,7 @@ describe('CronScheduler on a gateway (echo provider, ManualClock)', () => {
     const restarted = new CronScheduler({
       store: r.store,
       clock: r.clock,
-      intake: gateway!.gateway.messages.intake,
-      waiters: gateway!.gateway.messages.waiters,
+      ...messagePorts(internals(gateway!.gateway).messages),
       profile: 'minimal',
       logger: silent(),
     });
@@ -290,7 +295,7 @@ describe('CronScheduler on a gateway (echo provider, ManualClock)', () => {
     await r.tickAt(5);
     const [running] = await r.runs(job.id);
     expect(running).toMatchObject({ status: 'running' });
-    await gateway!.gateway.messages.waiters.wait(running!.eventId!, 5_000);
+    await internals(gateway!.gateway).messages.waitFor(running!.eventId!, 5_000);
     await r.tickAt(6);
     expect((await r.runs(job.id))[0]).toMatchObject({ id: running!.id, status: 'completed' });
     expect(r.told.map((run) => run.status)).toEqual(['running', 'completed']);
@@ -312,7 +317,7 @@ describe('CronScheduler on a gateway (echo provider, ManualClock)', () => {
 
 /** An intake that records what it is given and writes an accepted turn, as the real one does. */
 class RecordingIntake implements CronIntake {
-  readonly submitted: SubmitInput[] = [];
+  readonly submitted: Inbound[] = [];
   failure: Error | null = null;
   private count = 0;
   constructor(
@@ -320,17 +325,26 @@ class RecordingIntake implements CronIntake {
     private readonly clock: Clock,
     private readonly prefix: string,
   ) {}
-  async submit(input: SubmitInput): Promise<{ eventId: string }> {
+  async submit(input: Inbound): Promise<{ eventId: string }> {
     if (this.failure) throw this.failure;
     this.submitted.push(input);
     const eventId = `evt_${this.prefix}_${++this.count}`;
     const now = isoTime(this.clock.now());
+    // The ledger's inbound event, as the message path's intake stores it.
+    const payload: InboundPayload = {
+      text: input.text,
+      platform: input.platform,
+      user_id: input.userId,
+      chat_id: input.chatId,
+      channel: input.channel,
+      source: input.source,
+    };
     await this.store.writer.run((trx) =>
       insertTurn(trx, {
         eventId,
         sessionKey: input.sessionKey,
         contextEpoch: 0,
-        payload: input.payload,
+        payload,
         owner: null,
         now,
       }),
@@ -385,6 +399,30 @@ describeBackends('CronScheduler claims in the database', (backend) => {
     for (const job of jobs) {
       expect(submitted.filter((s) => s.sessionKey === `gateway:cron:${job.id}`)).toHaveLength(3);
     }
+    // Work the gateway creates itself: no principal, no identity check, nobody waits on the submission.
+    for (const s of submitted) {
+      expect(s).toEqual({
+        sessionKey: `gateway:cron:${s.chatId}`,
+        text: 'report',
+        platform: 'cron',
+        userId: 'cron',
+        chatId: s.chatId,
+        channel: 'cron',
+        source: 'cron',
+        principal: null,
+        identity: 'skip',
+        wait: false,
+      });
+    }
+    const [run] = await a.runs(jobs[0]!.id);
+    expect((await getTurn(t.store.db, run!.eventId!))?.payload).toEqual({
+      text: 'report',
+      platform: 'cron',
+      user_id: 'cron',
+      chat_id: jobs[0]!.id,
+      channel: 'cron',
+      source: 'cron',
+    });
   });
 
   it('a turn the intake refuses fails the run (submit_failed); the job stays scheduled', async () => {

@@ -18,17 +18,17 @@ import { errors } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import { createIdGenerator, type IdGenerator } from '../lib/ids.js';
-import type { Logger } from '../logs/logger.js';
+import type { Logger } from '../logs/index.js';
 import type { Store } from '../store/index.js';
-import type { SubmitInput } from '../turns/intake.js';
+import type { Inbound } from '../turns/index.js';
 
 /** How long POST /cron/{id}/trigger waits for its run's outcome before answering with the running run. */
 const TRIGGER_WAIT_MS = 30_000;
 
-/** The door work comes in by (`Intake.submit`); the scheduler never imports the runtime. */
+/** The door work comes in by (the message path's `submit`); the scheduler never imports the runtime. */
 export interface CronIntake {
   /** Accepts a message durably and queues its turn; rejects when it cannot (queue full, store down). */
-  submit(input: SubmitInput): Promise<{ eventId: string }>;
+  submit(input: Inbound): Promise<{ eventId: string }>;
 }
 
 /** The outcome a waited-for turn reports (a turn ledger record satisfies it). */
@@ -38,7 +38,7 @@ export interface CronTurnOutcome {
   finishedAt: string | null;
 }
 
-/** Waits for a turn's outcome (`TurnWaiters.wait`). */
+/** Waits for a turn's outcome (the message path's `waitFor`). */
 export interface CronWaiters {
   /** The turn once it has an outcome (terminal or paused), or null after `timeoutMs` or on `signal`. */
   wait(eventId: string, timeoutMs: number, signal?: AbortSignal): Promise<CronTurnOutcome | null>;
@@ -288,14 +288,15 @@ export class CronScheduler implements CronRunner {
     try {
       ({ eventId } = await intake.submit({
         sessionKey: `gateway:cron:${job.id}`,
-        payload: {
-          text: job.prompt,
-          platform: 'cron',
-          user_id: 'cron',
-          chat_id: job.id,
-          channel: 'cron',
-          source: 'cron',
-        },
+        text: job.prompt,
+        platform: 'cron',
+        userId: 'cron',
+        chatId: job.id,
+        channel: 'cron',
+        source: 'cron',
+        principal: null,
+        identity: 'skip', // work the gateway creates itself
+        wait: false,
       }));
     } catch (err) {
       this.log.warn({ cron_id: job.id, run_id: run.id, err: describe(err) }, 'cron run turn was not accepted');

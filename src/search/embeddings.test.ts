@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { fakeEmbedding, startFakeOpenAI, type FakeOpenAI } from '../../test/helpers/fake-openai.js';
+import { HASHED_EMBEDDINGS, fakeEmbedding, startFakeOpenAI, type FakeOpenAI } from '../../test/helpers/fake-openai.js';
 import { DEFAULT_EMBEDDING_MODEL, EmbeddingsError, createEmbeddingsClient } from './embeddings.js';
 import { decodeVector, dot, encodeVector, normalizeVector } from './vectors.js';
 
@@ -7,6 +7,7 @@ describe('embeddings client', () => {
   let fake: FakeOpenAI;
   beforeEach(async () => {
     fake = await startFakeOpenAI();
+    fake.alwaysEmbeddings(HASHED_EMBEDDINGS); // every embeddings call the test does not queue: hashed vectors
   });
   afterEach(async () => {
     await fake.close();

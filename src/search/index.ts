@@ -1,10 +1,11 @@
 /**
  * The search engine shared by memory and knowledge (DECISIONS §9: hybrid
  * search): chunking, one tokenizer for both databases, full text always
- * (SQLite FTS5 bm25 / PostgreSQL tsvector + ts_rank_cd, one small file per
- * dialect) plus vector similarity when `embeddings.base_url` is configured.
+ * (the store's full-text dialect: SQLite FTS5 bm25 / PostgreSQL tsvector +
+ * ts_rank_cd) plus vector similarity when `embeddings.base_url` is
+ * configured, with a background embedder for chunks still without a vector.
  */
-import type { Logger } from '../logs/logger.js';
+import type { Logger } from '../logs/index.js';
 import type { Store } from '../store/index.js';
 import { type EmbeddingsConfig, createEmbeddingsClient } from './embeddings.js';
 import { SearchEngine } from './search.engine.js';
@@ -27,14 +28,14 @@ export {
   type SearchRequest,
   type SearchResult,
 } from './search.engine.js';
-export { COLLECTIONS, type Collection } from './fulltext.js';
+export { COLLECTIONS, type Collection } from '../store/index.js';
 export type { DocFilter, Executor, SearchChunksTable } from './search.tables.js';
 export { normalizeText, queryTerms, snippet, tokenize } from './terms.js';
 
 /**
  * The gateway's search engine: the embeddings client from the `embeddings`
  * config block (none when `base_url` is null) over `store`. Close it before
- * the store: it owns the background embedder.
+ * the store: it owns the background embedder (EmbeddingBackfill).
  */
 export function createSearchEngine(options: {
   store: Store;

@@ -1,11 +1,11 @@
 import { sql } from 'kysely';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { fakeEmbedding, startFakeOpenAI, type FakeOpenAI } from '../../test/helpers/fake-openai.js';
+import { HASHED_EMBEDDINGS, fakeEmbedding, startFakeOpenAI, type FakeOpenAI } from '../../test/helpers/fake-openai.js';
 import { createLogger } from '../logs/logger.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { chunkText } from './chunker.js';
 import { createEmbeddingsClient } from './embeddings.js';
-import type { Collection } from './fulltext.js';
+import type { Collection } from './index.js';
 import { SearchEngine, type SearchEngineOptions } from './search.engine.js';
 
 const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
@@ -80,6 +80,7 @@ describeBackends('search engine', (backend) => {
   // One database per backend (opening one costs its migrations); every test starts from an empty index.
   beforeAll(async () => {
     fake = await startFakeOpenAI();
+    fake.alwaysEmbeddings(HASHED_EMBEDDINGS); // every embeddings call the test does not queue: hashed vectors
     t = await backend.open();
   });
   afterAll(async () => {

@@ -1,11 +1,9 @@
-import { type SqlBool, sql } from 'kysely';
-import type { Logger } from '../logs/logger.js';
-import type { Store, StoreDriver } from '../store/index.js';
-import { EmbeddingsError, type EmbeddingsClient } from './embeddings.js';
-import type { ChunkRow, Collection, FullTextDialect, TextCandidate } from './fulltext.js';
-import { postgresFullText } from './fulltext.postgres.js';
-import { sqliteFullText } from './fulltext.sqlite.js';
-import type { DocFilter, Executor } from './search.tables.js';
+import type { Logger } from '../logs/index.js';
+import type { ChunkRow, Collection, DocFilter, FullTextDialect, Store, TextCandidate } from '../store/index.js';
+import { EmbeddingBackfill } from './embedding-backfill.js';
+import type { EmbeddingsClient } from './embeddings.js';
+import { chunkTexts, chunkVectors, recentEmbeddedChunks } from './search.repo.js';
+import type { Executor } from './search.tables.js';
 import { queryTerms, tokenize } from './terms.js';
 import { decodeVector, dot, encodeVector } from './vectors.js';
 
@@ -96,10 +94,6 @@ export interface SearchResult {
 
 const QUERY_CACHE_SIZE = 256;
 
-const MAX_RETRY_MS = 10 * 60_000;
-/** `embedding_model` of a chunk the provider refused (e.g. too long): never retried with that model. */
-const REFUSED = '';
-
 /**
  * The hybrid search engine shared by memory and knowledge.
  *
@@ -118,8 +112,8 @@ const REFUSED = '';
  * Writes: `prepare` chunks' tokens and, for small documents, their vectors
  * (a failing or slow embeddings provider never fails the write); `replace` and
  * `remove` run inside the caller's transaction, so a document and its index
- * change together. Chunks left without a vector are embedded by a background
- * loop owned by the engine, retried with backoff; `close()` stops it.
+ * change together. Chunks left without a vector are embedded by the
+ * engine's EmbeddingBackfill, retried with backoff; `close()` stops it.
  */
 export class SearchEngine {
   readonly #store: Store;
@@ -140,7 +134,7 @@ export class SearchEngine {
 
   constructor(options: SearchEngineOptions) {
     this.#store = options.store;
-    this.#fullText = fullTextFor(options.store.driver);
+    this.#fullText = options.store.fullText;
     this.#client = options.embeddings;
     this.#logger = options.logger.child({ source: 'search' });
     this.#inlineMax = options.inlineEmbedMaxChunks ?? 32;
@@ -254,13 +248,12 @@ export class SearchEngine {
 
     if (queryVector && this.#client) {
       const model = this.#client.model;
-      let recent = db
-        .selectFrom('search_chunks')
-        .select(['id', 'doc_id', 'chunk', 'embedding'])
-        .where('collection', '=', request.collection)
-        .where('embedding_model', '=', model);
-      if (request.allowed) recent = recent.where(sql<SqlBool>`doc_id in (${request.allowed})`);
-      const rows = await recent.orderBy('id', 'desc').limit(this.#scanLimit).execute();
+      const rows = await recentEmbeddedChunks(db, {
+        collection: request.collection,
+        model,
+        allowed: request.allowed,
+        limit: this.#scanLimit,
+      });
       const seen = new Set<number>();
       const vectorOnly: Scored[] = [];
       for (const row of rows) {
@@ -273,17 +266,9 @@ export class SearchEngine {
         }
       }
       const missing = textHits.map((hit) => hit.id).filter((id) => !seen.has(id));
-      for (let i = 0; i < missing.length; i += 500) {
-        const vectors = await db
-          .selectFrom('search_chunks')
-          .select(['id', 'embedding'])
-          .where('id', 'in', missing.slice(i, i + 500))
-          .where('embedding_model', '=', model)
-          .execute();
-        for (const row of vectors) {
-          const entry = scored.get(row.id);
-          if (entry) entry.vector = similarityOf(queryVector, row.embedding);
-        }
+      for (const row of await chunkVectors(db, missing, model)) {
+        const entry = scored.get(row.id);
+        if (entry) entry.vector = similarityOf(queryVector, row.embedding);
       }
       vectorOnly.sort((a, b) => b.vector - a.vector || b.id - a.id);
       for (const entry of vectorOnly.slice(0, limit)) scored.set(entry.id, entry);
@@ -309,17 +294,8 @@ export class SearchEngine {
   }
 
   /** The text of the chunks with these row ids (for snippets and tool results). */
-  async chunkTexts(ids: readonly number[]): Promise<Map<number, string>> {
-    const out = new Map<number, string>();
-    for (let i = 0; i < ids.length; i += 500) {
-      const rows = await this.#store.db
-        .selectFrom('search_chunks')
-        .select(['id', 'text'])
-        .where('id', 'in', ids.slice(i, i + 500))
-        .execute();
-      for (const row of rows) out.set(row.id, row.text);
-    }
-    return out;
+  chunkTexts(ids: readonly number[]): Promise<Map<number, string>> {
+    return chunkTexts(this.#store.db, ids);
   }
 
   /**
@@ -397,181 +373,6 @@ export class SearchEngine {
       this.#logger.warn({ err: errorText(error) }, 'query embedding failed; ranking by full text alone');
       return null;
     }
-  }
-}
-
-/** The full-text dialect of a store driver. */
-function fullTextFor(driver: StoreDriver): FullTextDialect {
-  switch (driver) {
-    case 'sqlite':
-      return sqliteFullText;
-    case 'postgres':
-      return postgresFullText;
-    default: {
-      const unknown: never = driver;
-      throw new Error(`no full-text dialect for ${String(unknown)}`);
-    }
-  }
-}
-
-interface BackfillOptions {
-  store: Store;
-  client: EmbeddingsClient;
-  logger: Logger;
-  batch: number;
-  retryMs: number;
-}
-
-/**
- * The background embedder: embeds chunks whose `embedding_model` is null,
- * oldest first, one batch per request, until none is left. On failure it
- * logs and retries after a delay that doubles up to 10 minutes. Its first run
- * forgets vectors of any other model (the configured model changed), so
- * every stored vector is comparable with the query's.
- */
-class EmbeddingBackfill {
-  readonly #options: BackfillOptions;
-  readonly #abort = new AbortController();
-  #timer: NodeJS.Timeout | null = null;
-  #running: Promise<void> | null = null;
-  #again = false;
-  #closed = false;
-  #invalidated = false;
-  #delayMs: number;
-
-  constructor(options: BackfillOptions) {
-    this.#options = options;
-    this.#delayMs = options.retryMs;
-  }
-
-  /** Runs the loop after `delayMs` (now by default) unless it is already running or due sooner. */
-  schedule(delayMs = 0): void {
-    if (this.#closed) return;
-    if (this.#running) {
-      if (delayMs === 0) this.#again = true;
-      return;
-    }
-    if (this.#timer) {
-      if (delayMs !== 0) return;
-      clearTimeout(this.#timer);
-    }
-    this.#timer = setTimeout(() => {
-      this.#timer = null;
-      this.#running = this.#loop().then((retryInMs) => {
-        this.#running = null;
-        if (this.#again) {
-          this.#again = false;
-          this.schedule();
-        } else if (retryInMs !== null) {
-          this.schedule(retryInMs);
-        }
-      });
-    }, delayMs);
-    this.#timer.unref();
-  }
-
-  /** Embeds everything pending now; rejects on the first failure. */
-  async drain(): Promise<number> {
-    while (this.#running) await this.#running;
-    let total = 0;
-    for (;;) {
-      const done = await this.#step();
-      if (done === 0) return total;
-      total += done;
-    }
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
-    this.#abort.abort();
-    await this.#running;
-  }
-
-  /** Embeds until nothing is pending; never rejects. Resolves with the delay before a retry, or null when done. */
-  async #loop(): Promise<number | null> {
-    try {
-      while (!this.#closed && (await this.#step()) > 0) {
-        // keep going until nothing is pending
-      }
-      this.#delayMs = this.#options.retryMs;
-      return null;
-    } catch (error) {
-      if (this.#closed) return null;
-      const delay = this.#delayMs;
-      this.#options.logger.warn(
-        { err: errorText(error), retry_in_ms: delay },
-        'background embedding failed; will retry',
-      );
-      this.#delayMs = Math.min(this.#delayMs * 2, MAX_RETRY_MS);
-      return delay;
-    }
-  }
-
-  /** Embeds one batch; resolves with its size (0: nothing pending). */
-  async #step(): Promise<number> {
-    const { store, client, batch } = this.#options;
-    if (!this.#invalidated) {
-      await store.writer.run((trx) =>
-        trx
-          .updateTable('search_chunks')
-          .set({ embedding: null, embedding_model: null })
-          .where('embedding_model', 'is not', null)
-          .where('embedding_model', '<>', client.model)
-          .execute(),
-      );
-      this.#invalidated = true;
-    }
-    const rows = await store.db
-      .selectFrom('search_chunks')
-      .select(['id', 'text'])
-      .where('embedding_model', 'is', null)
-      .orderBy('id')
-      .limit(batch)
-      .execute();
-    if (rows.length === 0) return 0;
-    const results = await this.#embedRows(rows);
-    await store.writer.run(async (trx) => {
-      for (const { id, vector } of results) {
-        await trx
-          .updateTable('search_chunks')
-          .set({
-            embedding: vector ? encodeVector(vector) : null,
-            embedding_model: vector ? client.model : REFUSED,
-          })
-          .where('id', '=', id)
-          .where('embedding_model', 'is', null)
-          .execute();
-      }
-    });
-    return rows.length;
-  }
-
-  /** Vectors for `rows`; when the provider refuses the batch, row by row, marking the refused ones. */
-  async #embedRows(rows: { id: number; text: string }[]): Promise<{ id: number; vector: Float32Array | null }[]> {
-    const { client } = this.#options;
-    try {
-      const vectors = await client.embed(
-        rows.map((row) => row.text),
-        this.#abort.signal,
-      );
-      return rows.map((row, i) => ({ id: row.id, vector: vectors[i] ?? null }));
-    } catch (error) {
-      if (!(error instanceof EmbeddingsError && error.rejectedInput)) throw error;
-    }
-    const out: { id: number; vector: Float32Array | null }[] = [];
-    for (const row of rows) {
-      try {
-        const [vector] = await client.embed([row.text], this.#abort.signal);
-        out.push({ id: row.id, vector: vector ?? null });
-      } catch (error) {
-        if (!(error instanceof EmbeddingsError && error.rejectedInput)) throw error;
-        this.#options.logger.warn({ err: error.message, chunk_id: row.id }, 'embeddings provider refused a chunk');
-        out.push({ id: row.id, vector: null });
-      }
-    }
-    return out;
   }
 }
 

@@ -1,12 +1,15 @@
-import type { Expression, Generated, Kysely, Transaction } from 'kysely';
-import type { Database } from '../store/database.js';
+import type { Generated, Kysely, Transaction } from 'kysely';
+import type { Database } from '../store/index.js';
+
+export type { DocFilter } from '../store/index.js';
 
 /**
  * `search_chunks` (migration 006_memory_knowledge): every indexed chunk of
  * every collection. The full-text side lives beside it per database
  * (SQLite: one contentless FTS5 table per collection, `memory_fts` and
  * `knowledge_fts`, rowid = `id`; PostgreSQL: a `tsv tsvector` column under
- * one partial GIN index per collection), written only by the dialect files.
+ * one partial GIN index per collection); chunks enter and leave the index
+ * only through the store's full-text dialect (`store.fullText`).
  */
 export interface SearchChunksTable {
   /** Never reused, so a late embedding cannot land on a chunk that replaced its own. */
@@ -32,10 +35,3 @@ declare module '../store/database.js' {
 
 /** `store.db`, a transaction, or a group-commit `trx`. */
 export type Executor = Kysely<Database> | Transaction<Database>;
-
-/**
- * Restricts a search to some documents of the collection: a subquery
- * selecting their ids (e.g. `db.selectFrom('memories').select('id').where(…)`),
- * inlined into the search SQL so filters and ranking run in one query.
- */
-export type DocFilter = Expression<{ id: string }>;

@@ -1,4 +1,6 @@
 import type { AuthMode } from '../config/config.schema.js';
+import { errors } from '../http/errors.js';
+import type { AuditLog } from './audit.js';
 
 /** The verdict for one user identity. */
 export type IdentityVerdict = 'admin' | 'allowed' | 'denied';
@@ -39,4 +41,64 @@ export function judgeIdentity(options: {
   if (allowed) return 'allowed';
   if (options.mode === 'pairing' && options.paired) return 'allowed';
   return 'denied';
+}
+
+/**
+ * Checks a user identity by the auth mode (DECISIONS §4) for every message
+ * that carries a user: POST /message, the webhook sender, the WebSocket
+ * identity. Resolves when allowed; throws ApiError 403 when not.
+ */
+export type IdentityCheck = (input: {
+  platform: string;
+  userId: string;
+  /** Loopback peer with an accepted Host and loopback_trust on: skip the check (spec: loopback exemption). */
+  loopbackTrusted: boolean;
+  ip: string;
+}) => Promise<void>;
+
+/** The user-identity policy of the running gateway. */
+export interface IdentityPolicy {
+  /** The check every entry point's messages pass (through the message path). */
+  check: IdentityCheck;
+  /** True when `platform:userId` is among `admin_users` (chat commands `/approve`, `/deny`). */
+  isAdminUser: (platform: string, userId: string) => boolean;
+}
+
+/**
+ * Builds the identity policy from the auth block: `judgeIdentity` with the
+ * paired identities (pairing mode), an `auth_failure` audit line for every
+ * refusal (reason `user_not_allowed`) and 403.
+ */
+export function createIdentityPolicy(options: {
+  auth: { mode: AuthMode; allowed_users: readonly string[]; admin_users: readonly string[] };
+  /** Whether the identity completed pairing (read only in pairing mode). */
+  isPaired: (platform: string, userId: string) => Promise<boolean>;
+  audit: Pick<AuditLog, 'record'>;
+}): IdentityPolicy {
+  const { auth } = options;
+  const judge = (platform: string, userId: string, paired: boolean): IdentityVerdict =>
+    judgeIdentity({
+      mode: auth.mode,
+      allowedUsers: auth.allowed_users,
+      adminUsers: auth.admin_users,
+      platform,
+      userId,
+      paired,
+    });
+  return {
+    async check(input) {
+      if (input.loopbackTrusted) return; // loopback exemption (spec); tokens were still required
+      const paired = auth.mode === 'pairing' ? await options.isPaired(input.platform, input.userId) : false;
+      if (judge(input.platform, input.userId, paired) !== 'denied') return;
+      options.audit.record({
+        event: 'auth_failure',
+        ip: input.ip,
+        user: `${input.platform}:${input.userId}`,
+        mode: auth.mode,
+        reason: 'user_not_allowed',
+      });
+      throw errors.forbidden(`user ${input.platform}:${input.userId} is not authorised`);
+    },
+    isAdminUser: (platform, userId) => judge(platform, userId, false) === 'admin',
+  };
 }

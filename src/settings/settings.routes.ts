@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { redactConfig } from '../config/config.redact.js';
 import { errors } from '../http/errors.js';
 import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
-import type { Logger } from '../logs/logger.js';
+import type { Logger } from '../logs/index.js';
 import { ConfigChangeError, type ConfigChangeResult, type SettingsService } from './settings.service.js';
 
 /** Dependencies of the configuration routes. */

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import type { ChatCommand } from '../turns/turn-runner.js';
 import { skillCommands } from './skills.commands.js';
 import { createSkillsService, type SkillsService } from './skills.service.js';

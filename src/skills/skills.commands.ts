@@ -1,5 +1,5 @@
 import { ApiError } from '../http/errors.js';
-import type { ChatCommand } from '../turns/turn-runner.js';
+import type { ChatCommand } from '../turns/index.js';
 import type { SkillRecord } from './skills.repo.js';
 import type { SkillsService } from './skills.service.js';
 

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database } from '../store/database.js';
+import type { Database } from '../store/index.js';
 import type { SkillStatus } from './skills.status.js';
 
 /** `skills`: one row per skill version (migration 007_skills). */

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ApiError } from '../http/errors.js';
 import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import type { SkillRecord } from './skills.repo.js';
 import { createSkillsService, type SkillDraft, type SkillEvent, type SkillsService } from './skills.service.js';
 

@@ -1,10 +1,10 @@
 import { errors, type ApiError } from '../http/errors.js';
 import { isoTime, type Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { Store } from '../store/index.js';
-import type { WriteOp } from '../store/group-commit.js';
+import type { Store, WriteOp } from '../store/index.js';
 import { categoryOf } from './skill-md.js';
 import {
+  countSkillsUsedSince,
   activeSkillNamed,
   activeSkillSummaries,
   countActiveSkills,
@@ -91,6 +91,8 @@ export interface SkillsService {
   use(name: string): Promise<SkillRecord | null>;
   /** Names and descriptions of active skills by name (at most `limit`), and how many are active in all. */
   activeSummaries(limit: number): Promise<{ items: Array<{ name: string; description: string }>; total: number }>;
+  /** Skills the agent loaded since `sinceIso` (analytics). */
+  countUsedSince(sinceIso: string): Promise<number>;
 }
 
 /** What the skills service needs. */
@@ -216,6 +218,7 @@ export function createSkillsService(options: SkillsServiceOptions): SkillsServic
   const find = (id: string): Promise<SkillRecord | null> => getSkill(store.db, id);
 
   return {
+    countUsedSince: (sinceIso) => countSkillsUsedSince(store.db, sinceIso),
     async create(draft) {
       const skill = await insert(draft, 'active');
       notify('created', skill);

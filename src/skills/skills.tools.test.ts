@@ -2,7 +2,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
 import type { AgentTool, ToolContext } from '../runtime/tools.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { createSkillsService, type SkillsService } from './skills.service.js';
 import { skillTools, skillsSystemContext } from './skills.tools.js';
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { AgentTool } from '../runtime/tools.js';
+import type { AgentTool } from '../runtime/index.js';
 import { MAX_DESCRIPTION_CHARS, MAX_NAME_CHARS, issuesOf, skillFieldsSchema } from './skills.schema.js';
 import type { SkillsService } from './skills.service.js';
 

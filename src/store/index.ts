@@ -1,6 +1,25 @@
-export type { Database, GatewayMetaTable, SchemaMigrationsTable } from './database.js';
+export type {
+  Database,
+  GatewayMetaTable,
+  IdempotencyRecordsTable,
+  MessagesTable,
+  SchemaMigrationsTable,
+  SessionsTable,
+  TurnEventsTable,
+  TurnsTable,
+} from './database.js';
 export { StoreUnavailableError } from './errors.js';
+export {
+  COLLECTIONS,
+  type ChunkRow,
+  type Collection,
+  type DocFilter,
+  type FullTextDialect,
+  type MatchQuery,
+  type TextCandidate,
+} from './fulltext.js';
 export { GroupCommit, type GroupCommitOptions, type GroupCommitStats, type WriteOp } from './group-commit.js';
+export { heartbeat, liveInstances, liveOwners, registerInstance, removeInstance } from './instances.repo.js';
 export { getMeta, setMeta } from './meta.repo.js';
 export { type Migration } from './migrate.js';
 export { type Store, type StoreDriver, type StoreOptions, createStore, openStore } from './store.js';

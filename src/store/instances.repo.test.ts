@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import type { Database } from './database.js';
-import { heartbeat, liveInstances, registerInstance, removeInstance } from './instances.repo.js';
-import { type TestStore, describeBackends } from './testing.js';
+import { heartbeat, liveInstances, liveOwners, registerInstance, removeInstance } from './instances.repo.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 
 const BASE = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
 const at = (seconds: number): string => new Date(BASE + seconds * 1000).toISOString();
@@ -45,5 +45,18 @@ describeBackends('gateway instances repository', (backend) => {
     expect(await removeInstance(db, 'gw_a')).toBe(false);
     expect(await liveInstances(db, at(0))).toEqual([]);
     expect(await heartbeat(db, 'gw_a', at(1))).toBe(false);
+  });
+
+  it('liveOwners: self alone on an unshared database, else self and every live instance once', async () => {
+    await registerInstance(db, 'gw_b', at(0));
+    await registerInstance(db, 'gw_a', at(30));
+    await registerInstance(db, 'gw_self', at(30));
+    const expected = backend.name === 'sqlite' ? ['gw_self'] : ['gw_self', 'gw_a'];
+    expect(await liveOwners(t.store, 'gw_self', at(10))).toEqual(expected);
+    // Self counts even when it is not registered (or its heartbeat is stale).
+    expect(await liveOwners(t.store, 'gw_new', at(60))).toEqual(['gw_new']);
+    expect(await liveOwners(t.store, 'gw_b', at(0))).toEqual(
+      backend.name === 'sqlite' ? ['gw_b'] : ['gw_b', 'gw_a', 'gw_self'],
+    );
   });
 });

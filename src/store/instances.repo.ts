@@ -1,5 +1,6 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './database.js';
+import type { Store } from './store.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -44,4 +45,20 @@ export async function liveInstances(ex: Executor, staleBeforeIso: string): Promi
 export async function removeInstance(ex: Executor, id: string): Promise<boolean> {
   const result = await ex.deleteFrom('gateway_instances').where('id', '=', id).executeTakeFirst();
   return result.numDeletedRows > 0n;
+}
+
+/**
+ * Owners whose work (turns, task claims) must be left alone by recovery:
+ * `self`, plus, when other processes may share the database
+ * (`store.shared`, PostgreSQL), every instance whose heartbeat is at or
+ * after `staleBeforeIso`. On SQLite only `self` (one process per database
+ * file), without a query. Distinct ids, `self` first.
+ */
+export async function liveOwners(
+  store: Pick<Store, 'shared' | 'db'>,
+  self: string,
+  staleBeforeIso: string,
+): Promise<string[]> {
+  if (!store.shared) return [self];
+  return [...new Set([self, ...(await liveInstances(store.db, staleBeforeIso))])];
 }

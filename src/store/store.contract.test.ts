@@ -12,7 +12,7 @@ import { type Migration, migrate, validateMigrations } from './migrate.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
 import { StoreUnavailableError, createStore, openStore } from './store.js';
-import { type TestStore, describeBackends } from './testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 
 const clock = new ManualClock();
 const now = (): string => isoTime(clock.now());
@@ -313,6 +313,149 @@ describeBackends('store contract', (backend) => {
       await writer.run((trx) => setMeta(trx, 'after', 'x', now()));
       expect(await metaKeys(t)).toEqual(['after', 'b0', 'b1', 'b2', 'b3', 'b4']);
       await writer.close();
+    });
+  });
+
+  describe('exclusive writes and sharing', () => {
+    /** A promise and the function that resolves it. */
+    const gate = (): { opened: Promise<void>; open: () => void } => {
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      return { opened, open };
+    };
+
+    /** Whether another session could take the advisory lock `key` right now (PostgreSQL). */
+    const lockFree = async (key: string): Promise<boolean> => {
+      const probe = await t.reopen();
+      const { rows } = await probe.db.transaction().execute((trx) =>
+        sql<{
+          got: boolean;
+        }>`select pg_try_advisory_xact_lock(hashtext(${key}::text || coalesce(current_schema(), ''))) as got`.execute(
+          trx,
+        ),
+      );
+      await probe.close();
+      return rows[0]!.got;
+    };
+
+    /** Polls (bounded) until a session waits for the advisory lock `key` of this schema (PostgreSQL). */
+    const someoneWaitsFor = async (key: string): Promise<void> => {
+      for (let i = 0; i < 200; i++) {
+        const { rows } = await sql<{ n: number }>`
+          select count(*) as n from pg_locks
+          where locktype = 'advisory' and not granted and objsubid = 1
+            and objid::bigint = (hashtext(${key}::text || coalesce(current_schema(), ''))::bigint & 4294967295)`.execute(
+          t.store.db,
+        );
+        if (Number(rows[0]!.n) > 0) return;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      throw new Error(`no session waits for the advisory lock ${key}`);
+    };
+
+    it('shared is true only where other processes may use the database (PostgreSQL)', () => {
+      expect(t.store.shared).toBe(backend.name === 'postgres');
+    });
+
+    it('commits what fn writes and resolves with its result; a failing fn rolls back and rejects', async () => {
+      const value = await t.store.exclusive('contract.probe', async (trx) => {
+        await setMeta(trx, 'kept', 'yes', now());
+        return 42;
+      });
+      expect(value).toBe(42);
+      await expect(
+        t.store.exclusive('contract.probe', async (trx) => {
+          await setMeta(trx, 'dropped', 'no', now());
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      expect(await metaKeys(t)).toEqual(['kept']);
+    });
+
+    it('rejects with StoreUnavailableError once the store is closed', async () => {
+      await t.store.close();
+      await expect(t.store.exclusive('contract.probe', async () => 1)).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+
+    it('two exclusive writes under one name do not interleave', async () => {
+      // PostgreSQL: two stores, as two gateway processes would hold them.
+      const other = backend.name === 'postgres' ? await t.reopen() : t.store;
+      const events: string[] = [];
+      const held = gate();
+      const release = gate();
+      const first = t.store.exclusive('contract.lock', async (trx) => {
+        events.push('first start');
+        held.open();
+        await release.opened;
+        await setMeta(trx, 'first', '1', now());
+        events.push('first end');
+      });
+      await held.opened;
+      const second = other.exclusive('contract.lock', async (trx) => {
+        events.push('second start');
+        events.push(`second sees first = ${await getMeta(trx, 'first')}`);
+        events.push('second end');
+      });
+      try {
+        if (backend.name === 'postgres') {
+          await someoneWaitsFor('contract.lock:');
+          expect(events).toEqual(['first start']);
+        }
+      } finally {
+        release.open();
+        await Promise.allSettled([first, second]);
+      }
+      await Promise.all([first, second]);
+      expect(events).toEqual(['first start', 'first end', 'second start', 'second sees first = 1', 'second end']);
+    });
+
+    it('bounds a check-then-insert across concurrent writers', async () => {
+      const stores =
+        backend.name === 'postgres' ? [t.store, ...(await Promise.all(range(3).map(() => t.reopen())))] : [t.store];
+      const claims = range(12).map((i) =>
+        stores[i % stores.length]!.exclusive('contract.slots', async (trx) => {
+          const { n } = await trx
+            .selectFrom('gateway_meta')
+            .select((eb) => eb.fn.countAll<number>().as('n'))
+            .where('key', 'like', 'slot%')
+            .executeTakeFirstOrThrow();
+          if (Number(n) >= 3) return false;
+          await setMeta(trx, `slot${i}`, 'x', now());
+          return true;
+        }),
+      );
+      expect((await Promise.all(claims)).filter(Boolean)).toHaveLength(3);
+      expect(await metaKeys(t)).toHaveLength(3);
+    });
+
+    it.runIf(backend.name === 'postgres')(
+      "holds the advisory lock '<name>:' || current_schema until commit, and only that one",
+      async () => {
+        const held = gate();
+        const release = gate();
+        const holding = t.store.exclusive('gatehouse.tasks.claim', async () => {
+          held.open();
+          await release.opened;
+        });
+        await held.opened;
+        try {
+          expect(await lockFree('gatehouse.tasks.claim:')).toBe(false);
+          expect(await lockFree('gatehouse.other:')).toBe(true);
+          // Another name is not blocked.
+          const other = await t.reopen();
+          await expect(other.exclusive('gatehouse.other', async () => 'done')).resolves.toBe('done');
+        } finally {
+          release.open();
+          await holding;
+        }
+        expect(await lockFree('gatehouse.tasks.claim:')).toBe(true);
+      },
+    );
+
+    it.runIf(backend.name === 'sqlite')('is one writer op on SQLite (the writer serialises every write)', async () => {
+      const before = t.store.writer.stats.opsCommitted;
+      await t.store.exclusive('contract.probe', (trx) => setMeta(trx, 'w', 'x', now()));
+      expect(t.store.writer.stats.opsCommitted - before).toBe(1);
     });
   });
 });

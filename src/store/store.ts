@@ -1,12 +1,16 @@
 import { type Dialect, Kysely, sql } from 'kysely';
 import { type Clock, isoTime, systemClock } from '../lib/clock.js';
+import type { StoreAdapter } from './adapter.js';
 import type { Database } from './database.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
-import { GroupCommit, type GroupCommitOptions } from './group-commit.js';
+import type { FullTextDialect } from './fulltext.js';
+import { GroupCommit, type GroupCommitOptions, type WriteOp } from './group-commit.js';
 import { closeGuardedDialect } from './guarded-dialect.js';
 import { migrate } from './migrate.js';
+import { postgresAdapter } from './postgres/adapter.js';
 import { createPostgresDialect, ensurePostgresSchema } from './postgres/dialect.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
+import { sqliteAdapter } from './sqlite/adapter.js';
 import { createSqliteDialect, sqliteWalPath } from './sqlite/dialect.js';
 import { DurabilityBarrier, fsyncPath } from './durability.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
@@ -40,6 +44,30 @@ export interface Store {
   readonly db: Kysely<Database>;
   /** Hot-path writes, batched into shared transactions. */
   readonly writer: GroupCommit;
+  /**
+   * Whether other gateway processes may share this database: true on
+   * PostgreSQL, false on SQLite (one process per database file). When true,
+   * work of other processes shows up only in the database (poll it), and a
+   * process that dies leaves work behind for the live ones to recover.
+   */
+  readonly shared: boolean;
+  /** Full-text indexing and ranking of `search_chunks` in this database's dialect (FTS5 or tsvector). */
+  readonly fullText: FullTextDialect;
+  /**
+   * Runs `fn` in a write transaction serialised, under the lock `lockName`,
+   * with every other `exclusive(lockName, …)` of every process sharing this
+   * database, and resolves with its result once committed. Reads inside
+   * `fn` see every commit of earlier holders, so a check-then-write (a
+   * bounded claim) cannot act on a stale count.
+   *
+   * PostgreSQL: its own transaction holding a transaction-scoped advisory
+   * lock keyed by `lockName` and the schema. SQLite: a `writer` op (SQLite
+   * serialises writers), so, as for every `WriteOp`, `fn` must use only
+   * `trx` and may run more than once. Rejects with `fn`'s error (rolled
+   * back) or with StoreUnavailableError when the database is unreachable or
+   * the store is closed.
+   */
+  exclusive<T>(lockName: string, fn: WriteOp<T>): Promise<T>;
   /** Resolves when the database answers a trivial query; otherwise rejects with StoreUnavailableError within ~2 s. */
   ping(): Promise<void>;
   /** Waits for queued writes to settle, then closes every connection. Idempotent. */
@@ -62,14 +90,14 @@ export function createStore(options: StoreOptions): Store {
       const dialect = createSqliteDialect(options.dataDir);
       const wal = sqliteWalPath(options.dataDir);
       const barrier = new DurabilityBarrier(() => fsyncPath(wal));
-      return new KyselyStore('sqlite', new Kysely<Database>({ dialect }), dialect, {
+      return new KyselyStore('sqlite', sqliteAdapter, new Kysely<Database>({ dialect }), dialect, {
         ...options,
         writer: { ...options.writer, durable: () => barrier.sync() },
       });
     }
     case 'postgres': {
       const dialect = createPostgresDialect({ url: options.url, schema: options.schema, poolSize: options.poolSize });
-      return new KyselyStore('postgres', new Kysely<Database>({ dialect }), dialect, options);
+      return new KyselyStore('postgres', postgresAdapter, new Kysely<Database>({ dialect }), dialect, options);
     }
     default: {
       const driver: never = options.driver;
@@ -108,15 +136,24 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 
 class KyselyStore implements Store {
   readonly writer: GroupCommit;
+  readonly shared: boolean;
+  readonly fullText: FullTextDialect;
   #closing: Promise<void> | null = null;
 
   constructor(
     readonly driver: StoreDriver,
+    private readonly adapter: StoreAdapter,
     readonly db: Kysely<Database>,
     private readonly dialect: Dialect,
     options: StoreOptions,
   ) {
     this.writer = new GroupCommit(db, options.writer);
+    this.shared = adapter.shared;
+    this.fullText = adapter.fullText;
+  }
+
+  exclusive<T>(lockName: string, fn: WriteOp<T>): Promise<T> {
+    return this.adapter.exclusive(this.db, this.writer, lockName, fn);
   }
 
   async ping(): Promise<void> {

@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, expect, it, vi } from 'vitest';
 import { ManualClock, isoTime } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
-import { createLogger } from '../logs/logger.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
-import type { SubmitInput } from '../turns/intake.js';
+import { createLogger } from '../logs/index.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
+import type { Inbound, InboundPayload } from '../turns/index.js';
 import { TurnEventHub } from '../turns/turn-events.js';
 import { TurnWaiters } from '../turns/turn-waiters.js';
-import { claimTurn, finishTurn, insertTurn, pauseTurn } from '../turns/turns.repo.js';
+import { claimTurn, finishTurn, getTurn, insertTurn, pauseTurn } from '../turns/turns.repo.js';
 import { TaskRunner, outcomeOf, taskPrompt, type TaskTimers } from './task-runner.js';
 import { setTaskEvent, type TaskRecord } from './tasks.repo.js';
 import { TaskService } from './tasks.service.js';
@@ -36,7 +36,7 @@ describeBackends('task runner', (backend) => {
   let clock: ManualClock;
   let service: TaskService;
   let timers: ReturnType<typeof manualTimers>;
-  let submitted: SubmitInput[];
+  let submitted: Inbound[];
   let interrupts: Array<[string, string]>;
   /** Turns the stand-in turn runner reports as running in this process. */
   let localTurns: string[];
@@ -53,36 +53,46 @@ describeBackends('task runner', (backend) => {
     localTurns = [];
     const ids = createIdGenerator(clock);
     const hub = new TurnEventHub({ store: t.store, clock, logger });
+    const waiters = new TurnWaiters({ store: t.store, hub, maxWaiters: 100, pollMs: 10 });
     runner = new TaskRunner({
       service,
       store: t.store,
       clock,
       logger,
-      // Intake stand-in: stores the accepted turn in the ledger, as the real one does.
-      intake: {
+      // The message path's door over stand-ins: waiters and the ledger are real, the turn runner is not.
+      messages: {
+        // Intake stand-in: stores the accepted turn in the ledger, as the real one does.
         async submit(input) {
           submitted.push(input);
           const eventId = ids.next('evt');
+          const payload: InboundPayload = {
+            text: input.text,
+            platform: input.platform,
+            user_id: input.userId,
+            chat_id: input.chatId,
+            channel: input.channel,
+            source: input.source,
+          };
           await t.store.writer.run((trx) =>
             insertTurn(trx, {
               eventId,
               sessionKey: input.sessionKey,
               contextEpoch: 0,
-              payload: input.payload,
+              payload,
               owner: OWNER,
               now: now(),
             }),
           );
-          return { replay: false, eventId, sessionKey: input.sessionKey };
+          return { eventId, sessionKey: input.sessionKey, replay: false, answer: input.wait ? 'result' : 'ack' };
         },
-      },
-      waiters: new TurnWaiters({ store: t.store, hub, maxWaiters: 100, pollMs: 10 }),
-      runner: {
+        waitFor: (eventId, timeoutMs, signal) => waiters.wait(eventId, timeoutMs, signal),
+        // Turn runner stand-in: records interrupts, reports `localTurns` as running here.
         interrupt(eventId, reason) {
           interrupts.push([eventId, reason]);
           return true;
         },
         runningTurns: () => [...localTurns],
+        turn: (eventId) => getTurn(t.store.db, eventId),
       },
       owner: OWNER,
       maxConcurrent: 2,
@@ -177,16 +187,25 @@ describeBackends('task runner', (backend) => {
     expect(submitted).toEqual([
       {
         sessionKey: `gateway:task:${task.id}`,
-        payload: {
-          text: 'Do it\n\ncarefully',
-          platform: 'task',
-          user_id: 'agent',
-          chat_id: task.id,
-          channel: 'task',
-          source: 'task',
-        },
+        text: 'Do it\n\ncarefully',
+        platform: 'task',
+        userId: 'agent',
+        chatId: task.id,
+        channel: 'task',
+        source: 'task',
+        principal: null,
+        identity: 'skip',
+        wait: false,
       },
     ]);
+    expect((await getTurn(t.store.db, eventId))?.payload).toEqual({
+      text: 'Do it\n\ncarefully',
+      platform: 'task',
+      user_id: 'agent',
+      chat_id: task.id,
+      channel: 'task',
+      source: 'task',
+    });
     await startTurn(eventId);
     await finish(eventId, 'completed', 'done!');
     await vi.waitFor(async () => expect(await statusOf(task.id)).toBe('completed'), { interval: 5 });
@@ -303,7 +322,7 @@ describeBackends('task runner', (backend) => {
     runner.notify();
     await eventOf(agent.id);
     expect(await statusOf(human.id)).toBe('pending');
-    expect(submitted.map((s) => s.payload.text)).toEqual(['agent']);
+    expect(submitted.map((s) => s.text)).toEqual(['agent']);
   });
 });
 

@@ -1,11 +1,8 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Logger } from '../logs/logger.js';
-import { liveInstances } from '../store/instances.repo.js';
-import type { Store } from '../store/index.js';
-import type { SubmitInput, SubmitResult } from '../turns/intake.js';
-import { turnError } from '../turns/turns.presenter.js';
-import { getTurn, isTerminalStatus, type TurnRecord } from '../turns/turns.repo.js';
+import type { Logger } from '../logs/index.js';
+import { type Store, liveOwners } from '../store/index.js';
+import { isTerminalStatus, outcomeError, type MessagePath, type TurnRecord } from '../turns/index.js';
 import type { TaskRecord } from './tasks.repo.js';
 import { TASK_CANCELLED_REASON, type TaskRunOutcome, type TaskService } from './tasks.service.js';
 
@@ -37,12 +34,8 @@ export interface TaskRunnerOptions {
   store: Store;
   clock: Clock;
   logger: Logger;
-  /** The message path's intake (`Intake.submit`). */
-  intake: { submit(input: SubmitInput): Promise<SubmitResult> };
-  /** The message path's waiters (`TurnWaiters.wait`). */
-  waiters: { wait(eventId: string, timeoutMs: number, signal?: AbortSignal): Promise<TurnRecord | null> };
-  /** The message path's turn runner (`TurnRunner.interrupt` and `runningTurns`). */
-  runner: { interrupt(eventId: string, reason: string): boolean; runningTurns(): string[] };
+  /** The message path's door: submit a task's turn, wait for it, interrupt it, read its ledger record. */
+  messages: Pick<MessagePath, 'submit' | 'waitFor' | 'interrupt' | 'runningTurns' | 'turn'>;
   /** This process's gateway instance id (the message path's `owner`). */
   owner: string;
   /** `tasks.max_concurrent`: claimed tasks running at once across every process (live: `setMaxConcurrent`). */
@@ -200,20 +193,21 @@ export class TaskRunner {
 
   /** Submits the task's turn, waits for its outcome and finishes the task with it. */
   private async run(task: TaskRecord): Promise<void> {
-    const { service, intake } = this.options;
+    const { service, messages } = this.options;
     const sessionKey = task.sessionKey ?? `gateway:task:${task.id}`;
     let eventId: string;
     try {
-      const submitted = await intake.submit({
+      const submitted = await messages.submit({
         sessionKey,
-        payload: {
-          text: taskPrompt(task),
-          platform: 'task',
-          user_id: 'agent',
-          chat_id: task.id,
-          channel: 'task',
-          source: 'task',
-        },
+        text: taskPrompt(task),
+        platform: 'task',
+        userId: 'agent',
+        chatId: task.id,
+        channel: 'task',
+        source: 'task',
+        principal: null,
+        identity: 'skip', // work the gateway creates itself
+        wait: false,
       });
       eventId = submitted.eventId;
     } catch (err) {
@@ -233,25 +227,25 @@ export class TaskRunner {
    * not run in this process).
    */
   private async awaitTurn(taskId: string, eventId: string): Promise<TurnRecord | null> {
-    const { service, waiters, runner, store } = this.options;
+    const { service, messages } = this.options;
     for (;;) {
       const signal = this.closed ? undefined : this.closing.signal;
-      let turn = await waiters.wait(eventId, this.pollMs, signal);
+      let turn = await messages.waitFor(eventId, this.pollMs, signal);
       if (turn && isTerminalStatus(turn.status)) return turn;
       const task = await service.get(taskId);
       if (!task) return null;
-      turn ??= await getTurn(store.db, eventId);
+      turn ??= await messages.turn(eventId);
       if (!turn) return null;
       if (isTerminalStatus(turn.status)) return turn;
       if (task.status === 'cancelled') {
         // Interrupting works once the turn runs in this process; a paused turn has nothing to interrupt.
-        if (turn.status === 'running') runner.interrupt(eventId, TASK_CANCELLED_REASON);
+        if (turn.status === 'running') messages.interrupt(eventId, TASK_CANCELLED_REASON);
         if (turn.status === 'waiting_approval' || turn.status === 'waiting_clarification') return null;
       } else if (task.status !== 'running') {
         return null;
       }
       // Closing: only a turn running in this process still ends soon (the message path's shutdown bounds it).
-      if (this.closed && !runner.runningTurns().includes(eventId)) return null;
+      if (this.closed && !messages.runningTurns().includes(eventId)) return null;
       // A turn paused for a person answers every wait at once: look again on the next tick.
       if (turn.status === 'waiting_approval' || turn.status === 'waiting_clarification') await this.nextTick();
     }
@@ -265,15 +259,12 @@ export class TaskRunner {
     const { service, store, clock, owner } = this.options;
     for (const task of await service.tasksWithFinishedTurns(RECOVERY_BATCH)) {
       if (this.inFlight.has(task.id) || !task.eventId) continue;
-      const turn = await getTurn(store.db, task.eventId);
+      const turn = await this.options.messages.turn(task.eventId);
       if (!turn || !isTerminalStatus(turn.status)) continue;
       const finished = await service.finishRun(task.id, outcomeOf(turn));
       if (finished) this.log.info({ task_id: task.id, status: finished.status }, 'task finished from the ledger');
     }
-    const live =
-      store.driver === 'sqlite'
-        ? [owner] // one process per SQLite file
-        : [...new Set([owner, ...(await liveInstances(store.db, isoTime(clock.now() - STALE_INSTANCE_MS)))])];
+    const live = await liveOwners(store, owner, isoTime(clock.now() - STALE_INSTANCE_MS));
     for (const task of await service.orphanedClaims(live, RECOVERY_BATCH)) {
       if (this.inFlight.has(task.id)) continue;
       const failed = await service.finishRun(task.id, { status: 'failed', error: 'process_restart' });
@@ -299,7 +290,7 @@ export function outcomeOf(turn: TurnRecord): TaskRunOutcome {
     case 'completed':
       return { status: 'completed', result: turn.response };
     case 'failed':
-      return { status: 'failed', error: turnError(turn)?.message ?? turn.terminationReason ?? 'turn failed' };
+      return { status: 'failed', error: outcomeError(turn)?.message ?? turn.terminationReason ?? 'turn failed' };
     case 'incomplete':
     case 'interrupted':
       return { status: 'failed', error: turn.terminationReason ?? turn.status };

@@ -4,7 +4,7 @@ import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
 import type { Database } from '../store/database.js';
 import type { Store } from '../store/index.js';
-import { type TestStore, describeBackends } from '../store/testing.js';
+import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { finishTurn, insertTurn } from '../turns/turns.repo.js';
 import {
   claimNextTask,
@@ -16,6 +16,7 @@ import {
   parentOf,
   runningTasksWithFinishedTurns,
   setTaskEvent,
+  TASK_CLAIM_LOCK,
   updateTask,
   type NewTask,
   type TaskRecord,
@@ -59,9 +60,7 @@ describeBackends('tasks repository', (backend) => {
 
   const insert = (task: NewTask) => t.store.writer.run((trx) => insertTask(trx, task));
   const claim = (maxRunning: number, owner = 'gw_a', now = at(100)) =>
-    backend.name === 'postgres'
-      ? db.transaction().execute((trx) => claimNextTask(trx, { driver: 'postgres', owner, maxRunning, now }))
-      : t.store.writer.run((trx) => claimNextTask(trx, { driver: 'sqlite', owner, maxRunning, now }));
+    t.store.exclusive(TASK_CLAIM_LOCK, (trx) => claimNextTask(trx, { owner, maxRunning, now }));
 
   it('stores every field and reads it back', async () => {
     const created = await insert(

@@ -1,6 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
-import type { Database } from '../store/database.js';
-import type { StoreDriver } from '../store/index.js';
+import type { Database } from '../store/index.js';
 import {
   AGENT_ASSIGNEE,
   PRIORITY_RANGES,
@@ -227,6 +226,9 @@ export async function updateTask(
   return row ? toTask(row) : null;
 }
 
+/** The `store.exclusive` lock every task claim of every process sharing the database takes. */
+export const TASK_CLAIM_LOCK = 'gatehouse.tasks.claim';
+
 /**
  * Claims the next task the agent should run: the pending task with no
  * assignee or assignee `agent`, highest priority first, then oldest. One
@@ -235,21 +237,15 @@ export async function updateTask(
  * `maxRunning` claimed tasks are running, so exactly one of any number of
  * concurrent claims wins a task and the bound holds across processes.
  *
- * On PostgreSQL the caller must run it in its own transaction (not a shared
- * batch): it first takes a transaction-scoped advisory lock, so the running
- * count the UPDATE reads cannot be stale under READ COMMITTED. SQLite
- * serialises writers already. Returns the claimed task, or null when nothing
- * is pending or the bound is reached.
+ * The caller must run it inside `store.exclusive(TASK_CLAIM_LOCK, …)`, so
+ * the running count the UPDATE reads cannot be stale (PostgreSQL READ
+ * COMMITTED). Returns the claimed task, or null when nothing is pending or
+ * the bound is reached.
  */
 export async function claimNextTask(
   ex: Executor,
-  input: { driver: StoreDriver; owner: string; maxRunning: number; now: string },
+  input: { owner: string; maxRunning: number; now: string },
 ): Promise<TaskRecord | null> {
-  if (input.driver === 'postgres') {
-    await sql`select pg_advisory_xact_lock(hashtext('gatehouse.tasks.claim:' || coalesce(current_schema(), '')))`.execute(
-      ex,
-    );
-  }
   const row = await ex
     .updateTable('tasks')
     .set({

@@ -5,6 +5,7 @@ import type { IdGenerator } from '../lib/ids.js';
 import type { Store } from '../store/index.js';
 import {
   claimNextTask,
+  countTasksCompletedSince,
   getTask,
   insertTask,
   listTasks,
@@ -12,6 +13,7 @@ import {
   parentOf,
   runningTasksWithFinishedTurns,
   setTaskEvent,
+  TASK_CLAIM_LOCK,
   updateTask,
   type ListTasksOptions,
   type TaskChanges,
@@ -218,19 +220,20 @@ export class TaskService {
 
   /**
    * Runner: claims the next task for the agent (see `claimNextTask`), at
-   * most `maxRunning` claimed tasks running across every process. On
-   * PostgreSQL the claim runs in its own transaction (it takes an advisory
-   * lock); on SQLite through the writer.
+   * most `maxRunning` claimed tasks running across every process. The claim
+   * runs as an exclusive write under TASK_CLAIM_LOCK, so concurrent claims
+   * of every process sharing the database are serialised.
    */
   async claimNext(owner: string, maxRunning: number): Promise<TaskRecord | null> {
-    const { store } = this.options;
-    const input = { driver: store.driver, owner, maxRunning, now: this.now() };
-    const claimed =
-      store.driver === 'postgres'
-        ? await store.db.transaction().execute((trx) => claimNextTask(trx, input))
-        : await store.writer.run((trx) => claimNextTask(trx, input));
+    const input = { owner, maxRunning, now: this.now() };
+    const claimed = await this.options.store.exclusive(TASK_CLAIM_LOCK, (trx) => claimNextTask(trx, input));
     if (claimed) this.emit('updated', claimed);
     return claimed;
+  }
+
+  /** Tasks completed since `sinceIso` (analytics). */
+  countCompletedSince(sinceIso: string): Promise<number> {
+    return countTasksCompletedSince(this.options.store.db, sinceIso);
   }
 
   /** Runner: records the turn of a claimed task. */

@@ -1,5 +1,5 @@
 import { toFieldIssues } from '../http/validation.js';
-import type { AgentTool } from '../runtime/tools.js';
+import type { AgentTool } from '../runtime/index.js';
 import { presentTask } from './tasks.presenter.js';
 import { taskCreateToolArgs } from './tasks.schema.js';
 import type { TaskService } from './tasks.service.js';

@@ -1,160 +1,160 @@
-import { errors, IdempotencyConflictError } from '../http/errors.js';
+import { errors } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import {
-  deriveEventId,
-  type IdempotencyCache,
-  type IdempotencyLedgerGauge,
-} from '../idempotency/idempotency.service.js';
-import {
-  claimIdempotencyKey,
-  getIdempotencyRecord,
-  setIdempotencyEventId,
-  type IdempotencyRecord,
-} from '../idempotency/idempotency.repo.js';
-import { ensureSession } from '../sessions/sessions.repo.js';
+  contentFingerprint,
+  principalScope,
+  resolveKey,
+  webhookScope,
+  type Idempotency,
+  type KeyedRequest,
+  type Original,
+} from '../idempotency/index.js';
+import type { IdentityCheck } from '../security/identity.js';
+import { ensureSession } from '../sessions/index.js';
 import type { Store } from '../store/index.js';
-import type { InboundPayload } from './turn-runner.js';
+import type { Inbound, InboundPayload, Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
 import { insertTurn } from './turns.repo.js';
 
-/** One inbound message, from any entry point. */
-export interface SubmitInput {
-  sessionKey: string;
-  payload: InboundPayload;
-  /** Present for keyed requests. */
-  idempotency?: { scope: string; key: string; fingerprint: string; wait: boolean };
+export interface IntakeOptions {
+  store: Store;
+  clock: Clock;
+  ids: IdGenerator;
+  queue: TurnQueue;
+  idempotency: Idempotency;
+  /** The user identity check by auth mode (DECISIONS §4); throws 403. */
+  checkIdentity: IdentityCheck;
+  /** This process's instance id (ledger `owner`). */
+  owner: string;
+  /** Told of every message newly accepted (after its commit). */
+  onAccepted?: (sessionKey: string, eventId: string) => void;
 }
 
-/** What intake did: stored a new event, or found the original of a retry. */
-export type SubmitResult =
-  | { replay: false; eventId: string; sessionKey: string }
-  | { replay: true; eventId: string; sessionKey: string; originalWait: boolean };
-
-/** spec: Limits — idempotency record lifetime. */
-const TTL_MS = 3_600_000;
-
 /**
- * The one door every message comes through (HTTP, WebSocket, webhook, tasks,
- * cron): idempotency claim, session, ledger `accepted` — one transaction,
- * committed before anything is acknowledged — then the turn queue.
+ * The first step of the message path, for every entry point (HTTP,
+ * WebSocket, webhook, tasks, cron): the identity check, the key rules, the
+ * idempotency claim or replay, the session and the ledger `accepted` — one
+ * transaction, committed before anything is acknowledged — then the turn
+ * queue.
  */
 export class Intake {
-  constructor(
-    private readonly options: {
-      store: Store;
-      clock: Clock;
-      ids: IdGenerator;
-      queue: TurnQueue;
-      cache: IdempotencyCache;
-      gauge: IdempotencyLedgerGauge;
-      owner: string;
-      /** Told of every keyed request answered from an existing record (metrics). */
-      onReplay?: () => void;
-      /** Told of every message newly accepted (after its commit). */
-      onAccepted?: (sessionKey: string, eventId: string) => void;
-    },
-  ) {}
+  constructor(private readonly options: IntakeOptions) {}
 
   /**
-   * Accepts a message durably and queues its turn. Throws 409 (changed
-   * content for a key), 503 (store down, idempotency ceiling, queue full);
-   * in every failure nothing is published.
+   * Accepts a message durably and queues its turn, or answers a retry with
+   * its original. Throws 403 (identity), 400 (key rules), the admission's
+   * refusal, 409 (changed content for a key), 503 (store down, idempotency
+   * ceiling, queue full); in every failure nothing is published.
    */
-  async submit(input: SubmitInput): Promise<SubmitResult> {
-    const { store, clock, cache, gauge, queue } = this.options;
-    const idem = input.idempotency;
-    const nowMs = clock.now();
-    if (idem) {
-      const hit = cache.get(idem.scope, idem.key, nowMs);
-      if (hit) {
-        if (hit.fingerprint !== idem.fingerprint) throw new IdempotencyConflictError();
-        this.options.onReplay?.();
-        return { replay: true, eventId: hit.eventId, sessionKey: hit.sessionKey, originalWait: hit.wait };
-      }
+  async submit(inbound: Inbound): Promise<Submitted> {
+    if (inbound.identity !== 'skip') {
+      await this.options.checkIdentity({
+        platform: inbound.platform,
+        userId: inbound.userId,
+        loopbackTrusted: inbound.identity.loopbackTrusted,
+        ip: inbound.identity.ip,
+      });
+    }
+    const keyed = this.keyedRequest(inbound);
+    const slot = inbound.admission?.admit(keyed ? this.options.idempotency.derivedEventId(keyed) : null);
+    try {
+      const submitted = await this.accept(inbound, keyed);
+      if (submitted.replay) slot?.release();
+      else slot?.hold(submitted.eventId);
+      return submitted;
+    } catch (err) {
+      slot?.release();
+      throw err;
+    }
+  }
+
+  /** The keyed request of an inbound message (spec rules 1–2), or null when it carries no key. */
+  private keyedRequest(inbound: Inbound): KeyedRequest | null {
+    const sources = inbound.idempotency;
+    if (!sources) return null;
+    const key = resolveKey(sources);
+    if (key === undefined) return null;
+    const scope =
+      sources.scope === 'webhook'
+        ? webhookScope(inbound.userId, inbound.chatId)
+        : principalScope(inbound.principal ?? { scope: 'anonymous' }, inbound.sessionKey);
+    return { scope, key, fingerprint: contentFingerprint(sources.scope, inbound), wait: inbound.wait };
+  }
+
+  private async accept(inbound: Inbound, keyed: KeyedRequest | null): Promise<Submitted> {
+    const { store, clock, queue, idempotency } = this.options;
+    if (keyed) {
+      const original = idempotency.recall(keyed);
+      if (original) return replayOf(inbound, original);
     }
     try {
       if (!queue.hasRoom()) throw errors.unavailable('too many messages queued; retry later');
-      if (idem) gauge.assertRoom();
+      if (keyed) idempotency.assertRoom();
     } catch (err) {
       // A retry creates nothing: answer it from the store even at the bounds (cold cache, e.g. after a restart).
-      const existing = idem ? await getIdempotencyRecord(store.db, idem.scope, idem.key, isoTime(nowMs)) : null;
-      if (!existing) throw err;
-      return this.replay(idem!, existing);
+      const original = keyed ? await idempotency.lookup(keyed) : null;
+      if (!original) throw err;
+      return replayOf(inbound, original);
     }
 
+    const nowMs = clock.now();
     const now = isoTime(nowMs);
-    const derivedId = idem ? deriveEventId(idem.scope, idem.key) : this.options.ids.next('evt');
+    const payload: InboundPayload = {
+      text: inbound.text,
+      platform: inbound.platform,
+      user_id: inbound.userId,
+      chat_id: inbound.chatId,
+      channel: inbound.channel,
+      source: inbound.source,
+    };
     const outcome = await store.writer.run(async (trx) => {
-      let eventId = derivedId;
-      if (idem) {
-        const claim = await claimIdempotencyKey(trx, {
-          scope: idem.scope,
-          key: idem.key,
-          fingerprint: idem.fingerprint,
-          eventId,
-          sessionKey: input.sessionKey,
-          wait: idem.wait,
-          createdAt: now,
-          // An acknowledgement is complete once given; a waited result expires from its turn's end.
-          expiresAt: idem.wait ? null : isoTime(nowMs + TTL_MS),
-        });
-        if (!claim.created) return { created: false as const, existing: claim.existing };
+      let eventId = keyed ? idempotency.derivedEventId(keyed) : this.options.ids.next('evt');
+      if (keyed) {
+        const original = await idempotency.claim(trx, keyed, { eventId, sessionKey: inbound.sessionKey, nowMs });
+        if (original) return { created: false as const, original };
       }
-      const session = await ensureSession(trx, { key: input.sessionKey, channel: input.payload.channel, now });
+      const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now });
       const insert = () =>
         insertTurn(trx, {
           eventId,
-          sessionKey: input.sessionKey,
+          sessionKey: inbound.sessionKey,
           contextEpoch: session.contextEpoch,
-          payload: input.payload,
+          payload,
           owner: this.options.owner,
           now,
         });
       let turn = await insert();
-      if (idem && !turn.inserted) {
+      if (keyed && !turn.inserted) {
         // The claim created a record, yet the derived id is in the ledger: an earlier life of this key
         // (its record expired) used it. This is a new event: give it its own id.
         eventId = this.options.ids.next('evt');
-        await setIdempotencyEventId(trx, idem.scope, idem.key, eventId);
+        await idempotency.repoint(trx, keyed, eventId);
         turn = await insert();
       }
       return { created: true as const, inserted: turn.inserted, eventId };
     });
 
-    if (!outcome.created) return this.replay(idem!, outcome.existing);
+    if (!outcome.created) return replayOf(inbound, outcome.original);
     const eventId = outcome.eventId;
-    if (idem) {
-      gauge.added();
-      cache.set(idem.scope, idem.key, {
-        fingerprint: idem.fingerprint,
-        eventId,
-        sessionKey: input.sessionKey,
-        wait: idem.wait,
-        staleAfter: nowMs + TTL_MS,
-      });
-    }
+    if (keyed) idempotency.remember(keyed, { eventId, sessionKey: inbound.sessionKey });
     // The event is durable: queue it even if the queue filled meanwhile. If the process dies
     // first, start-up recovery finds it `accepted` and runs it — it is never lost.
     if (outcome.inserted) {
-      queue.enqueue(input.sessionKey, { kind: 'turn', eventId }, { force: true });
-      this.options.onAccepted?.(input.sessionKey, eventId);
+      queue.enqueue(inbound.sessionKey, { kind: 'turn', eventId }, { force: true });
+      this.options.onAccepted?.(inbound.sessionKey, eventId);
     }
-    return { replay: false, eventId, sessionKey: input.sessionKey };
+    return { eventId, sessionKey: inbound.sessionKey, replay: false, answer: inbound.wait ? 'result' : 'ack' };
   }
+}
 
-  /** The answer to a retry whose record is in the store: 409 for changed content, else the original event. */
-  private replay(idem: NonNullable<SubmitInput['idempotency']>, existing: IdempotencyRecord): SubmitResult {
-    if (existing.fingerprint !== idem.fingerprint) throw new IdempotencyConflictError();
-    this.options.cache.set(idem.scope, idem.key, {
-      fingerprint: existing.fingerprint,
-      eventId: existing.eventId,
-      sessionKey: existing.sessionKey,
-      wait: existing.wait,
-      staleAfter: Date.parse(existing.createdAt) + TTL_MS,
-    });
-    this.options.onReplay?.();
-    return { replay: true, eventId: existing.eventId, sessionKey: existing.sessionKey, originalWait: existing.wait };
-  }
+/** spec rules 3, 5 and 6: a retry answers as its original did, and waits when either of them waits. */
+function replayOf(inbound: Inbound, original: Original): Submitted {
+  return {
+    eventId: original.eventId,
+    sessionKey: original.sessionKey,
+    replay: true,
+    answer: inbound.wait || original.originalWait ? 'result' : 'ack',
+  };
 }

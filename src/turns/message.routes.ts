@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
 import { objectBody, q } from '../http/validation.js';
-import type { IdentityCheck } from '../channels/identity-check.js';
-import type { Intake } from './intake.js';
-import { awaitOutcome, sessionKeyFor, submitMessage, waitedResult } from './message-submit.js';
-import type { TurnWaiters } from './turn-waiters.js';
+import { sessionKeyFor } from './inbound.js';
+import type { MessagePath } from './message-path.js';
+import { envelopeResult, outcomeTimeout } from './outcome.js';
 
 const nonEmpty = z.string().min(1, 'must not be empty');
 
@@ -19,12 +18,7 @@ const messageBody = objectBody({
 });
 
 /** POST /message (spec: Message submission and idempotent retries; DECISIONS §5, §6). */
-export function messageRoutes(deps: {
-  intake: Intake;
-  waiters: TurnWaiters;
-  /** Checks the caller's user identity by auth mode; throws 403. */
-  checkIdentity: IdentityCheck;
-}): RouteDef[] {
+export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor'>): RouteDef[] {
   return [
     defineRoute({
       method: 'POST',
@@ -35,37 +29,30 @@ export function messageRoutes(deps: {
       body: messageBody,
       query: z.object({ wait: q.bool(false), timeout_seconds: q.optionalInt(1, 600) }),
       handler: async (ctx, { body, query }) => {
-        const wait = body.wait ?? query.wait;
         const timeoutSeconds = body.timeout_seconds ?? query.timeout_seconds ?? 120;
-        await deps.checkIdentity({
+        const submitted = await path.submit({
+          sessionKey: sessionKeyFor(body.platform, body.chat_id),
+          text: body.text,
           platform: body.platform,
           userId: body.user_id,
-          loopbackTrusted: ctx.loopbackTrusted,
-          ip: ctx.ip,
-        });
-        const sessionKey = sessionKeyFor(body.platform, body.chat_id);
-        const result = await submitMessage(deps.intake, {
+          chatId: body.chat_id,
+          channel: body.platform,
+          source: 'api',
           principal: ctx.principal,
-          sessionKey,
-          headers: ctx.request.headers,
-          bodyKey: body.idempotency_key,
-          wait,
-          payload: {
-            text: body.text,
-            platform: body.platform,
-            user_id: body.user_id,
-            chat_id: body.chat_id,
-            channel: body.platform,
-            source: 'api',
-          },
+          identity: { ip: ctx.ip, loopbackTrusted: ctx.loopbackTrusted },
+          idempotency: { scope: 'principal', headers: ctx.request.headers, field: body.idempotency_key },
+          wait: body.wait ?? query.wait,
         });
-        // A retry of a waited request waits too (spec rules 5 and 6).
-        const effectiveWait = wait || (result.replay && result.originalWait);
-        if (!effectiveWait) {
-          return new HttpResult(202, { status: 'accepted', event_id: result.eventId, session_key: result.sessionKey });
+        if (submitted.answer === 'ack') {
+          return new HttpResult(202, {
+            status: 'accepted',
+            event_id: submitted.eventId,
+            session_key: submitted.sessionKey,
+          });
         }
-        const turn = await awaitOutcome(deps.waiters, result.eventId, timeoutSeconds * 1000, ctx.signal);
-        return waitedResult(turn);
+        const turn = await path.waitFor(submitted.eventId, timeoutSeconds * 1000, ctx.signal);
+        if (!turn) throw outcomeTimeout({ event_id: submitted.eventId });
+        return envelopeResult(turn);
       },
     }),
   ];

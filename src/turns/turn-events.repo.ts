@@ -1,5 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
-import type { Database } from '../store/database.js';
+import type { Database } from '../store/index.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;

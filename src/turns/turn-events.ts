@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Logger } from '../logs/logger.js';
+import type { Logger } from '../logs/index.js';
 import type { Store } from '../store/index.js';
 import { appendTurnEvent, lastTurnEventSeq, listTurnEvents } from './turn-events.repo.js';
 

@@ -1,4 +1,4 @@
-import type { PendingState } from '../runtime/agent.js';
+import type { PendingState } from '../runtime/index.js';
 
 /** A unit of work on a session: run an accepted turn, or resume one the approve/deny route moved to running. */
 export type TurnJob =

@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { Logger } from '../logs/logger.js';
+import type { Logger } from '../logs/index.js';
 import {
   emptyTotals,
   runAgent,
@@ -11,9 +11,9 @@ import {
   type PendingState,
   type Resolution,
   type TurnTotals,
-} from '../runtime/agent.js';
-import type { ChatMessage, ToolCall } from '../runtime/providers/provider.js';
-import { setIdempotencyExpiry } from '../idempotency/idempotency.repo.js';
+} from '../runtime/index.js';
+import type { ChatMessage, ToolCall } from '../runtime/index.js';
+import type { Idempotency } from '../idempotency/index.js';
 import {
   appendMessage,
   bumpEpoch,
@@ -22,10 +22,11 @@ import {
   getSession,
   touchSession,
   type MessageRecord,
-} from '../sessions/sessions.repo.js';
+} from '../sessions/index.js';
 import type { Store } from '../store/index.js';
-import { recordUsage, spentNanoUsdSince } from '../usage/usage.repo.js';
+import { recordUsage, spentNanoUsdSince } from '../usage/index.js';
 import type { TurnEventHub } from './turn-events.js';
+import type { InboundPayload } from './inbound.js';
 import type { JobResult, TurnJob } from './turn-queue.js';
 import {
   claimTurn,
@@ -38,16 +39,6 @@ import {
   type TurnRecord,
 } from './turns.repo.js';
 
-/** What the gateway stores as a turn's inbound event (ledger `payload`). */
-export interface InboundPayload {
-  text: string;
-  platform: string;
-  user_id: string;
-  chat_id: string;
-  channel: string;
-  source: string;
-}
-
 /** The Message shape (DECISIONS §5) that answers a turn. */
 export interface MessageView {
   id: string;
@@ -59,14 +50,14 @@ export interface MessageView {
   event_id: string;
 }
 
-/** How long one idempotency record lives after its turn is complete (spec: 3600 s). */
-export const IDEMPOTENCY_TTL_MS = 3_600_000;
 /** Messages of context sent to the model (the newest of the current epoch). */
 const CONTEXT_LIMIT = 100;
 
 export interface TurnRunnerOptions {
   store: Store;
   hub: TurnEventHub;
+  /** Starts the TTL of a finished turn's idempotency records, in its ledger transaction. */
+  idempotency: Pick<Idempotency, 'settle'>;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
@@ -469,7 +460,6 @@ export class TurnRunner {
         break;
       }
     }
-    const expires = isoTime(this.options.clock.now() + IDEMPOTENCY_TTL_MS);
     await store.writer.run(async (trx) => {
       for (const id of eventIds) {
         const message = messageView(id, status, content, messageId, outcome.totals);
@@ -480,7 +470,7 @@ export class TurnRunner {
           result: error ? { error, message } : { message },
           now,
         });
-        await setIdempotencyExpiry(trx, id, expires);
+        await this.options.idempotency.settle(trx, id);
       }
     });
     for (const id of eventIds) {

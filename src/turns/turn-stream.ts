@@ -1,9 +1,8 @@
 import type { RequestContext } from '../http/route.js';
 import { openSse } from '../http/sse.js';
-import type { Store } from '../store/index.js';
-import type { TurnEvent, TurnEventHub, TurnEventType } from './turn-events.js';
-import { lastTurnEventSeq } from './turn-events.repo.js';
-import { getTurn, isTerminalStatus } from './turns.repo.js';
+import { outcomeError } from './outcome.js';
+import type { TurnEvent, TurnEventType } from './turn-events.js';
+import { PAUSED_STATUSES, type FollowOptions, type FollowStep } from './turn-follow.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
 
 /**
@@ -16,66 +15,62 @@ function wireData(event: TurnEvent): unknown {
   return event.data;
 }
 
-/** Statuses a turn pauses in (its stream may end there: see `endOnPause`). */
-const PAUSED: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
+/** How a turn is written as SSE. */
+export interface SseTurnOptions {
+  /** Replay after this sequence number (`Last-Event-ID`). */
+  afterSeq: number;
+  /** Event types written (others are followed but not sent); all when absent. */
+  types?: ReadonlySet<TurnEventType>;
+  /** Write `id:` lines, so `Last-Event-ID` can resume. */
+  withIds: boolean;
+  /**
+   * The reply stream of one message: a pause in `waiting_approval`/
+   * `waiting_clarification` ends the stream with `done` carrying the waiting
+   * Message, as the JSON answer does.
+   */
+  endOnPause?: boolean;
+}
 
 /**
- * Streams a turn's events as SSE: replays what is stored after `afterSeq`,
- * then follows live events until `done` or `error`. Subscribing before the
- * replay (and flushing pending writes) means no event falls in between.
- * With `endOnPause` (the reply stream of one message) a turn that pauses in
- * `waiting_approval`/`waiting_clarification` ends the stream with `done`
- * carrying the waiting Message, as the JSON answer does.
+ * Streams a turn's events as SSE (DECISIONS §5) through the message path's
+ * `follow`: stored events after `afterSeq`, then live ones, until `done` or
+ * `error`. A turn that ended without a final event in the stream still ends
+ * it with the ledger's outcome, unless the client resumed after the end.
  */
 export async function streamTurnEvents(
   ctx: RequestContext,
-  deps: { hub: TurnEventHub; store: Store },
+  follow: (eventId: string, options: FollowOptions) => AsyncIterable<FollowStep>,
   eventId: string,
-  options: { afterSeq: number; types?: ReadonlySet<TurnEventType>; withIds: boolean; endOnPause?: boolean },
+  options: SseTurnOptions,
 ): Promise<void> {
-  const { hub, store } = deps;
   const sse = openSse(ctx);
-  let lastSent = options.afterSeq;
-  let live = false;
-  const buffered: TurnEvent[] = [];
-  const send = (event: TurnEvent): void => {
-    if (sse.closed || event.seq <= lastSent) return;
-    lastSent = event.seq;
-    if (live && options.endOnPause && event.type === 'status' && PAUSED.has(String(event.data.status))) {
-      sse.send('done', event.data.message ?? event.data, options.withIds ? event.seq : undefined);
-      sse.close();
-      return;
-    }
-    if (!options.types || options.types.has(event.type)) {
-      sse.send(event.type, wireData(event), options.withIds ? event.seq : undefined);
-    }
-    if (event.type === 'done' || event.type === 'error') sse.close();
-  };
-  const unsubscribe = hub.subscribe(eventId, (event) => {
-    if (live) send(event);
-    else if (buffered.length < 10_000) buffered.push(event);
-  });
-  sse.signal.addEventListener('abort', unsubscribe, { once: true });
+  const idOf = (event: TurnEvent) => (options.withIds ? event.seq : undefined);
   try {
-    await hub.flush();
-    for (const event of await hub.replay(eventId, options.afterSeq)) send(event);
-    live = true;
-    for (const event of buffered.splice(0)) send(event);
-    if (sse.closed) return;
-    // A turn that ended without a stored final event (e.g. before events were kept) still ends the stream;
-    // so does a reply stream whose turn is paused now (its pause event was replayed above).
-    const turn = await getTurn(store.db, eventId);
-    const ended = turn && (isTerminalStatus(turn.status) || (options.endOnPause && PAUSED.has(turn.status)));
-    if (turn && ended && !sse.closed) {
-      // A client resuming after the last stored event has seen the end already: just close.
-      const lastSeq = await lastTurnEventSeq(store.db, eventId);
-      if (!(lastSeq > 0 && lastSeq <= options.afterSeq)) {
-        sse.send('done', turnOutcomeMessage(turn));
+    for await (const step of follow(eventId, {
+      fromSeq: options.afterSeq,
+      endOnPause: options.endOnPause ?? false,
+      signal: sse.signal,
+    })) {
+      if (step.kind === 'event') {
+        const { event } = step;
+        if (
+          event.type === 'status' &&
+          options.endOnPause &&
+          step.live &&
+          PAUSED_STATUSES.has(String(event.data.status))
+        ) {
+          sse.send('done', event.data.message ?? event.data, idOf(event));
+        } else if (!options.types || options.types.has(event.type)) {
+          sse.send(event.type, wireData(event), idOf(event));
+        }
+      } else if (step.kind === 'end' && !step.seen) {
+        const error = outcomeError(step.turn);
+        if (error) sse.send('error', { ...error, details: { event_id: eventId } });
+        else sse.send('done', turnOutcomeMessage(step.turn));
       }
-      sse.close();
     }
   } catch {
-    sse.send('error', { error: { code: 'UNAVAILABLE', message: 'storage unavailable' } });
-    sse.close();
+    sse.send('error', { code: 'UNAVAILABLE', message: 'storage unavailable' });
   }
+  sse.close();
 }

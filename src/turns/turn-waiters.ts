@@ -13,6 +13,11 @@ export const OUTCOME_STATUSES: ReadonlySet<string> = new Set([
   'waiting_clarification',
 ]);
 
+/** Statuses no turn leaves (the first terminal status wins). */
+const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'interrupted']);
+/** The longest timer Node keeps (about 24.8 days); longer waits are cut to it. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /**
  * Waits for turns to reach an outcome. Live events wake waiters at once; a
  * slow poll covers turns run by another process sharing the database.
@@ -27,8 +32,18 @@ export class TurnWaiters {
     return this.active;
   }
 
-  /** The turn once it has an outcome, or null after `timeoutMs` (the turn goes on). */
-  async wait(eventId: string, timeoutMs: number, signal?: AbortSignal): Promise<TurnRecord | null> {
+  /**
+   * The turn once it has an outcome (`until`: every outcome a waiting request
+   * answers with, pauses included — the default — or only the terminal
+   * ones), or null after `timeoutMs` or an abort (the turn goes on).
+   */
+  async wait(
+    eventId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    until: 'outcome' | 'terminal' = 'outcome',
+  ): Promise<TurnRecord | null> {
+    const ends = until === 'terminal' ? TERMINAL_STATUSES : OUTCOME_STATUSES;
     if (this.active >= this.options.maxWaiters) throw errors.unavailable('too many requests waiting for results');
     this.active++;
     const { store, hub } = this.options;
@@ -50,7 +65,7 @@ export class TurnWaiters {
           getTurn(store.db, eventId).then(
             (turn) => {
               checking = false;
-              if (turn && OUTCOME_STATUSES.has(turn.status)) finish(turn);
+              if (turn && ends.has(turn.status)) finish(turn);
             },
             (err: unknown) => {
               checking = false;
@@ -68,7 +83,7 @@ export class TurnWaiters {
             check();
           }
         });
-        timer = setTimeout(() => finish(null), timeoutMs);
+        timer = setTimeout(() => finish(null), Math.min(timeoutMs, MAX_TIMER_MS));
         poll = setInterval(check, this.options.pollMs ?? 1000);
         signal?.addEventListener('abort', () => finish(null), { once: true });
         check();

@@ -1,4 +1,4 @@
-import type { TurnTotals } from '../runtime/agent.js';
+import type { TurnTotals } from '../runtime/index.js';
 import { messageView, type MessageView } from './turn-runner.js';
 import type { TurnRecord } from './turns.repo.js';
 

@@ -4,9 +4,9 @@ import { defineRoute, HANDLED, type RouteDef } from '../http/route.js';
 import { q } from '../http/validation.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { PendingState } from '../runtime/agent.js';
+import type { PendingState } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
-import type { TurnEventHub } from './turn-events.js';
+import type { FollowOptions, FollowStep } from './turn-follow.js';
 import type { TurnQueue } from './turn-queue.js';
 import { streamTurnEvents } from './turn-stream.js';
 import { presentTurn } from './turns.presenter.js';
@@ -17,7 +17,8 @@ const eventParams = z.object({ event_id: z.string().min(1) });
 /** Turn ledger API (spec: Turn status; DECISIONS §5). Every read answers 503 when the store is unavailable. */
 export function turnRoutes(deps: {
   store: Store;
-  hub: TurnEventHub;
+  /** The message path's follow (replay + live). */
+  follow: (eventId: string, options: FollowOptions) => AsyncIterable<FollowStep>;
   queue: TurnQueue;
   clock: Clock;
   owner: string;
@@ -99,7 +100,7 @@ export function turnRoutes(deps: {
           if (!/^\d{1,9}$/.test(lastId)) throw errors.badRequest('Last-Event-ID must be an event number');
           afterSeq = Number(lastId);
         }
-        await streamTurnEvents(ctx, deps, params.event_id, { afterSeq, withIds: true });
+        await streamTurnEvents(ctx, deps.follow, params.event_id, { afterSeq, withIds: true });
         return HANDLED;
       },
     }),

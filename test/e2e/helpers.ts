@@ -6,8 +6,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { contentText, type FakeChatBody, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { spawnGateway, type Spawned } from '../helpers/process.js';
+import { spawnGateway, stopChild, type Child } from '../../bench/processes.js';
+import type { FakeOpenAI } from '../helpers/fake-openai.js';
+import { parseSse, type SseEvent } from '../helpers/sse.js';
 
 export const API_TOKEN = 'e2e-api';
 export const ADMIN_TOKEN = 'e2e-admin';
@@ -63,25 +64,22 @@ export async function within<T>(promise: Promise<T>, ms: number, label: string):
 
 /** A started gateway process and its base URL. */
 export interface Running {
-  gw: Spawned;
+  gw: Child;
   url: string;
 }
 
-/** Spawns the built gateway on the home's config and waits (bounded) until it listens. */
+/** Spawns the built gateway on the home's config and waits (at most 10 s) until it listens. */
 export async function startGateway(home: E2EHome): Promise<Running> {
-  const gw = spawnGateway(['--config', home.configFile]);
-  const url = await within(gw.ready, 10_000, 'gateway start');
-  return { gw, url };
+  const gw = spawnGateway(['--config', home.configFile], { startTimeoutMs: 10_000 });
+  return { gw, url: await gw.ready };
 }
 
-/** Sends `signal` and waits (bounded) for the exit code. */
-export async function stopGateway(
-  running: Running,
-  signal: NodeJS.Signals,
-  timeoutMs = 10_000,
-): Promise<number | string> {
-  running.gw.child.kill(signal);
-  return within(running.gw.exited, timeoutMs, `gateway exit after ${signal}`);
+/**
+ * Sends `signal` and resolves with the exit code (or signal name); a gateway
+ * still running after `timeoutMs` is killed, so it answers `'SIGKILL'`.
+ */
+export function stopGateway(running: Running, signal: NodeJS.Signals, timeoutMs = 10_000): Promise<number | string> {
+  return stopChild(running.gw, timeoutMs, signal);
 }
 
 /** A JSON answer. */
@@ -172,13 +170,6 @@ export async function pollUntil<T>(
   }
 }
 
-/** One server-sent event. */
-export interface SseEvent {
-  id?: string;
-  event: string;
-  data: unknown;
-}
-
 /** Reads an SSE response to its end (bounded) and parses its events; comments are skipped. */
 export async function readSse(
   url: string,
@@ -189,44 +180,6 @@ export async function readSse(
     headers: { 'x-api-token': options.token, accept: 'text/event-stream', ...options.headers },
     signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
   });
-  const text = await res.text();
-  const events: SseEvent[] = [];
-  for (const block of text.split('\n\n')) {
-    let id: string | undefined;
-    let event = 'message';
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line.startsWith(':') || line === '') continue;
-      const colon = line.indexOf(':');
-      const field = colon === -1 ? line : line.slice(0, colon);
-      const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'id') id = value;
-      else if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length === 0) continue;
-    const raw = data.join('\n');
-    let parsed: unknown = raw;
-    try {
-      parsed = JSON.parse(raw);
-    } catch {
-      /* plain text data */
-    }
-    events.push({ ...(id !== undefined ? { id } : {}), event, data: parsed });
-  }
+  const events: SseEvent[] = parseSse(await res.text());
   return { status: res.status, contentType: res.headers.get('content-type'), events };
-}
-
-/** The chat-completion requests the fake received from index `from` on. */
-export function chatRequests(fake: FakeOpenAI, from = 0): FakeChatBody[] {
-  return fake.requests
-    .slice(from)
-    .filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions')
-    .map((r) => r.body);
-}
-
-/** The last user-role text of a chat request (the turn's own text, DECISIONS §5). */
-export function lastUserText(body: FakeChatBody): string {
-  const users = (body.messages ?? []).filter((m) => m.role === 'user');
-  return contentText(users[users.length - 1]?.content);
 }

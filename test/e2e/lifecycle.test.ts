@@ -1,13 +1,14 @@
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { killAllGateways, spawnGateway } from '../helpers/process.js';
+import { killAllNow, readAdminToken, spawnGateway } from '../../bench/processes.js';
+import { adminTokenPath } from '../../src/security/admin-token.js';
 
 const tempDir = () => mkdtempSync(join(tmpdir(), 'gatehouse-e2e-'));
 
 describe('the built server over a real socket', () => {
-  afterEach(killAllGateways);
+  afterEach(killAllNow);
 
   it('starts, answers, refuses without a token, drains on SIGTERM and exits 0', async () => {
     const dir = tempDir();
@@ -26,7 +27,7 @@ describe('the built server over a real socket', () => {
     const unknown = await fetch(`${url}/api/v1/sessions-nope`, { headers: { 'x-api-token': 'e2e-api-token' } });
     expect(unknown.status).toBe(404);
 
-    gw.child.kill('SIGTERM');
+    gw.process.kill('SIGTERM');
     expect(await gw.exited).toBe(0);
     const lines = gw.stdout.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.some((l) => l.message === 'draining')).toBe(true);
@@ -40,21 +41,20 @@ describe('the built server over a real socket', () => {
     const dataDir = join(dir, 'data');
     const first = spawnGateway(['--port', '0', '--data-dir', dataDir]);
     const url = await first.ready;
-    const tokenFile = join(dataDir, 'gateway_auth', 'admin_token');
-    const token = readFileSync(tokenFile, 'utf8').trim();
+    const token = readAdminToken(dataDir);
     expect(token.length).toBeGreaterThanOrEqual(32);
-    expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
-    expect(await first.stderrLine(/Admin token:/)).toContain(token);
+    expect(statSync(adminTokenPath(dataDir)).mode & 0o777).toBe(0o600);
+    expect(await first.line('stderr', /Admin token:/)).toContain(token);
     expect(first.stdout.join('\n')).not.toContain(token);
     const res = await fetch(`${url}/api/v1/health`);
     expect(res.status).toBe(200);
-    first.child.kill('SIGINT');
+    first.process.kill('SIGINT');
     expect(await first.exited).toBe(0);
 
     const second = spawnGateway(['--port', '0', '--data-dir', dataDir]);
     await second.ready;
     expect(second.stderr.join('\n')).not.toContain(token);
-    second.child.kill('SIGTERM');
+    second.process.kill('SIGTERM');
     expect(await second.exited).toBe(0);
     expect(second.stdout.join('\n')).not.toContain(token);
   });

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ADMIN_TOKEN, adminHeaders, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, adminHeaders, useHarness } from '../helpers/harness.js';
 
 /** A WebSocket frame's text. */
 const text = (raw: WebSocket.RawData): string =>
@@ -11,13 +11,11 @@ const text = (raw: WebSocket.RawData): string =>
       : Buffer.from(raw).toString('utf8');
 
 describe('WebSocket live feed: sessions and cron topics', () => {
-  let t: TestGateway;
+  const t = useHarness({ roomyLimits: false, scope: 'all' });
   let base: string;
   beforeAll(async () => {
-    t = await startTestGateway();
     base = await t.gateway.listen();
   });
-  afterAll(() => t.close());
 
   it('streams session and cron changes to a subscriber', async () => {
     const ws = new WebSocket(`${base.replace('http', 'ws')}/api/v1/ws`, { headers: { 'x-api-token': ADMIN_TOKEN } });

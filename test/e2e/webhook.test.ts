@@ -6,27 +6,29 @@
  */
 import { request as httpRequest } from 'node:http';
 import { createServer, type Server } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { killAllNow } from '../../bench/processes.js';
 import { signStandardWebhook, signXSignature } from '../../src/channels/webhook/webhook.signature.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { adminHeaders, apiHeaders, deepMerge, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { killAllGateways } from '../helpers/process.js';
-import { chatRequests, e2eHome, pollUntil, removeE2EHomes, startGateway, stopGateway, within } from './helpers.js';
+import { useCleanups } from '../helpers/cleanups.js';
+import { deferred } from '../helpers/deferred.js';
+import { chatRequests, echoReply, type FakeOpenAI } from '../helpers/fake-openai.js';
+import { adminHeaders, apiHeaders, deepMerge, useHarness, type Harness } from '../helpers/harness.js';
+import { e2eHome, pollUntil, removeE2EHomes, startGateway, stopGateway, within } from './helpers.js';
 
 const SECRET = 's3cret';
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
 
-/** Things to close after each test, closed last-in first-out. */
-let cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-  killAllGateways();
+/** Built processes and their homes go after each test (after the hook below has closed the gateway). */
+afterEach(() => {
+  killAllNow();
   removeE2EHomes();
 });
+// Each test opens its gateway with `startHook`; model calls a test does not script get the echo `fake: <text>`.
+const rig = useHarness({ fake: { always: echoReply }, autoOpen: false });
+/** Other things to close after each test, before the gateway. */
+const cleanup = useCleanups();
 
 interface Hook {
-  t: TestGateway;
+  t: Harness;
   /** Base URL of the API server. */
   api: string;
   /** `http://127.0.0.1:PORT/webhook` of the listening channel. */
@@ -37,28 +39,25 @@ interface Hook {
 async function startHook(overrides: Record<string, unknown> = {}, fake?: FakeOpenAI): Promise<Hook> {
   const base: Record<string, unknown> = {
     gateway: { auth: { mode: 'open' }, max_body_bytes: 8192 },
-    security: { rate_limits: ROOMY_LIMITS },
     channels: { webhook: { enabled: true, host: '127.0.0.1', port: 0, secret: SECRET } },
-    ...(fake ? { provider: { type: 'openai', base_url: fake.url, model: 'gpt-4o-mini', timeout_seconds: 30 } } : {}),
+    ...(fake ? { provider: { timeout_seconds: 30 } } : {}),
   };
-  const t = await startTestGateway(deepMerge(base, overrides));
-  cleanups.push(() => t.close());
+  const t = await rig.open({ config: deepMerge(base, overrides), ...(fake ? {} : { fake: undefined }) });
   const api = await t.gateway.listen();
   return {
     t,
     api,
     url() {
-      const address = t.gateway.webhook?.address;
+      const address = t.internals.webhook?.address;
       if (!address) throw new Error('webhook channel is not listening');
       return `${address}/webhook`;
     },
   };
 }
 
+/** The fake OpenAI server of this test (started by the hook; closed and checked after the test). */
 async function fakeProvider(): Promise<FakeOpenAI> {
-  const fake = await startFakeOpenAI();
-  cleanups.push(() => fake.close());
-  return fake;
+  return rig.fake;
 }
 
 interface Answer {
@@ -355,7 +354,9 @@ describe('webhook channel: idempotency', () => {
 describe('webhook channel: waiting and the pending queue', () => {
   it('answers 504 with the correlation_id when the reply is late; a retry with the key gets the late reply', async () => {
     const fake = await fakeProvider();
-    fake.enqueue({ delayMs: 1500, then: { content: 'late answer' } });
+    // The model answers only after the first wait has given up (its 1 s bound is a timer of the gateway).
+    const answer = deferred();
+    fake.enqueue({ after: answer.promise, then: { content: 'late answer' } });
     const hook = await startHook({ channels: { webhook: { wait_timeout_seconds: 1 } } }, fake);
     const body = { sender_id: 'u1', chat_id: 'slow', text: 'take your time', wait: true, idempotency_key: 'slow-1' };
     const timedOut = await send(hook.url(), body);
@@ -365,7 +366,13 @@ describe('webhook channel: waiting and the pending queue', () => {
     });
     const correlationId = (timedOut.body.error as { details: { correlation_id: string } }).details.correlation_id;
 
-    const retry = await send(hook.url(), body);
+    // The retry waits for the turn still running; then the model answers.
+    const { gauges } = hook.t.internals.messages;
+    const waitingBefore = gauges.waiters();
+    const pending = send(hook.url(), body);
+    await vi.waitFor(() => expect(gauges.waiters()).toBe(waitingBefore + 1), { timeout: 5_000, interval: 5 });
+    answer.resolve();
+    const retry = await pending;
     expect(retry.status).toBe(200);
     expect(retry.body).toEqual({ correlation_id: correlationId, response: 'late answer' });
     expect(chatRequests(fake)).toHaveLength(1);
@@ -373,7 +380,7 @@ describe('webhook channel: waiting and the pending queue', () => {
 
   it('answers 502 UPSTREAM_ERROR when the provider fails a waited turn', async () => {
     const fake = await fakeProvider();
-    fake.setDefault({ status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error' } } });
+    fake.always({ status: 400, body: { error: { message: 'bad request', type: 'invalid_request_error' } } });
     const hook = await startHook({}, fake);
     const res = await send(hook.url(), { sender_id: 'u1', chat_id: 'fail', text: 'break', wait: true });
     expect(res.status).toBe(502);
@@ -385,7 +392,7 @@ describe('webhook channel: waiting and the pending queue', () => {
   it('refuses new messages with 429 at max_pending, replays a pending one, and frees the slot at its outcome', async () => {
     const fake = await fakeProvider();
     const hook = await startHook({ channels: { webhook: { max_pending: 1 } } }, fake);
-    const webhook = hook.t.gateway.webhook!;
+    const webhook = hook.t.internals.webhook!;
 
     // A turn that reaches its outcome frees its slot.
     const done = await send(hook.url(), { sender_id: 'u1', chat_id: 'q0', text: 'quick', wait: true });
@@ -394,7 +401,7 @@ describe('webhook channel: waiting and the pending queue', () => {
       webhook.pending() === 0 ? true : undefined,
     );
 
-    fake.setDefault({ hang: true });
+    fake.always({ hang: true });
     const body = { sender_id: 'u1', chat_id: 'q1', text: 'hang on', idempotency_key: 'pending-1' };
     const first = await send(hook.url(), body);
     expect(first.status).toBe(202);
@@ -474,7 +481,7 @@ describe('webhook channel: lifecycle', () => {
     const disabled = await api(hook.api, 'POST', '/api/v1/channels/webhook/disable', adminHeaders);
     expect(disabled.status).toBe(200);
     expect(disabled.body).toMatchObject({ name: 'webhook', enabled: false, connected: false });
-    expect(hook.t.gateway.webhook!.address).toBeNull();
+    expect(hook.t.internals.webhook!.address).toBeNull();
     const refused = await fetch(oldUrl, { method: 'POST', body: '{}' }).then(
       () => null,
       (err: unknown) => err as { cause?: { code?: string } },
@@ -494,9 +501,9 @@ describe('webhook channel: lifecycle', () => {
 
   it('stop closes waiting connections too, and stop is idempotent', async () => {
     const fake = await fakeProvider();
-    fake.setDefault({ hang: true });
+    fake.always({ hang: true });
     const hook = await startHook({}, fake);
-    const webhook = hook.t.gateway.webhook!;
+    const webhook = hook.t.internals.webhook!;
     const waiting = send(hook.url(), { sender_id: 'u', chat_id: 'w', text: 'wait forever', wait: true }).then(
       () => 'answered',
       () => 'closed',
@@ -513,12 +520,12 @@ describe('webhook channel: lifecycle', () => {
   it('reports an error and degraded health when its port is taken, while the API keeps working', async () => {
     const blocker: Server = createServer();
     await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+    cleanup(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
     const port = (blocker.address() as { port: number }).port;
 
     const fake = await fakeProvider();
     const hook = await startHook({ channels: { webhook: { port } } }, fake);
-    expect(hook.t.gateway.webhook!.connected()).toBe(false);
+    expect(hook.t.internals.webhook!.connected()).toBe(false);
     const row = await channelRow(hook);
     expect(row).toMatchObject({ enabled: true, connected: false, error: expect.stringContaining('EADDRINUSE') });
     const health = await api(hook.api, 'GET', '/api/v1/health', {});

@@ -3,63 +3,50 @@
  * in-process gateway listening on an ephemeral loopback port, driven with
  * `ws` clients (and `fetch` for the HTTP side of cross-transport retries).
  */
-import { rmSync } from 'node:fs';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
-import { createGateway, type Gateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/logs/logger.js';
+import type { Gateway, GatewayInternals } from '../../src/gateway.js';
 import type { AgentTool } from '../../src/runtime/tools.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN, API_TOKEN, deepMerge, testConfig } from '../helpers/gateway.js';
-import { chatRequests } from './helpers.js';
-
-const ROOMY_LIMITS = { read: 100_000, write: 100_000, analytics: 100_000, lifecycle: 100_000 };
+import { useCleanups } from '../helpers/cleanups.js';
+import { chatRequests, echoReply, type FakeOpenAI } from '../helpers/fake-openai.js';
+import { ADMIN_TOKEN, API_TOKEN, useHarness } from '../helpers/harness.js';
 /** Bound of every wait on a frame or a close, so a broken server fails the test instead of hanging it. */
 const FRAME_TIMEOUT_MS = 5_000;
 
 /** One server frame, loosely typed (tests inspect it). */
 type Frame = Record<string, unknown> & { type: string };
 
-/** Things to close after each test, closed last-in first-out. */
-let cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-  cleanups = [];
-});
+// Each test opens its gateway with `start`; the fake answers only what the test scripts.
+const rig = useHarness({ fake: true, autoOpen: false });
+/** Clients to close after each test, before the hook above shuts the gateway down. */
+const cleanup = useCleanups();
 
 interface Running {
   gateway: Gateway;
+  /** The gateway's internals (channels, message path, bus, audit log). */
+  internals: GatewayInternals;
   /** `http://127.0.0.1:PORT` */
   url: string;
   /** `ws://127.0.0.1:PORT` */
   ws: string;
 }
 
-/** A listening gateway (api + admin tokens, roomy rate limits), optionally on the fake provider. */
+/** A listening gateway (api + admin tokens, roomy rate limits), on the fake provider when `fake` is given. */
 async function start(
   options: { overrides?: Record<string, unknown>; fake?: FakeOpenAI; tools?: AgentTool[] } = {},
 ): Promise<Running> {
-  let overrides: Record<string, unknown> = { security: { rate_limits: ROOMY_LIMITS } };
-  if (options.fake) {
-    overrides = deepMerge(overrides, {
-      provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 10 },
-    });
-  }
-  const config = testConfig(deepMerge(overrides, options.overrides ?? {}));
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const gateway = await createGateway({ config, logger, ...(options.tools ? { tools: options.tools } : {}) });
-  cleanups.push(async () => {
-    await gateway.shutdown(0);
-    rmSync(config.data_dir, { recursive: true, force: true });
+  const harness = await rig.open({
+    config: { ...(options.fake ? { provider: { timeout_seconds: 10 } } : {}), ...options.overrides },
+    ...(options.fake ? {} : { fake: undefined }),
+    ...(options.tools ? { tools: options.tools } : {}),
   });
-  const url = await gateway.listen();
-  return { gateway, url, ws: url.replace(/^http/, 'ws') };
+  const url = await harness.gateway.listen();
+  return { gateway: harness.gateway, internals: harness.internals, url, ws: url.replace(/^http/, 'ws') };
 }
 
+/** The fake OpenAI server of this test (started by the hook; closed and checked after the test). */
 async function fakeProvider(): Promise<FakeOpenAI> {
-  const fake = await startFakeOpenAI();
-  cleanups.push(() => fake.close());
-  return fake;
+  return rig.fake;
 }
 
 /**
@@ -140,7 +127,7 @@ class Client {
 async function connect(url: string, headers: Record<string, string> = {}): Promise<Client> {
   const socket = new WebSocket(url, { headers });
   const client = new Client(socket);
-  cleanups.push(async () => {
+  cleanup(async () => {
     if (socket.readyState === WebSocket.CLOSED) return;
     socket.terminate();
     await client.closed;
@@ -215,7 +202,7 @@ describe('websocket: authentication', () => {
     const running = await start();
     const { client } = await connectAuthed(running, ADMIN_TOKEN);
     expect(await client.ask({ type: 'ping' })).toEqual({ type: 'pong' });
-    expect(running.gateway.websocket.clientCount()).toBe(1);
+    expect(running.internals.websocket.clientCount()).toBe(1);
   });
 
   it('accepts Authorization: Bearer and serves the /ws alias', async () => {
@@ -252,7 +239,7 @@ describe('websocket: authentication', () => {
     expect(await byHeader.next()).toMatchObject({ type: 'error', error: { code: 'UNAUTHORIZED' } });
     expect(await byHeader.closeCode()).toBe(4401);
 
-    await running.gateway.audit.flush();
+    await running.internals.audit.flush();
     const { readFileSync } = await import('node:fs');
     const { auditLogPath } = await import('../../src/security/audit.js');
     const text = readFileSync(auditLogPath(running.gateway.config.data_dir), 'utf8');
@@ -275,11 +262,11 @@ describe('websocket: authentication', () => {
 
   it('closes with 4401 when no auth arrives before the deadline', async () => {
     const running = await start();
-    running.gateway.websocket.tune({ authTimeoutMs: 50 });
+    running.internals.websocket.tune({ authTimeoutMs: 50 });
     const client = await connect(`${running.ws}/api/v1/ws`);
     expect(await client.next()).toMatchObject({ type: 'error', error: { code: 'UNAUTHORIZED' } });
     expect(await client.closeCode()).toBe(4401);
-    expect(running.gateway.websocket.clientCount()).toBe(0);
+    expect(running.internals.websocket.clientCount()).toBe(0);
   });
 
   it('profile minimal: auth_ok with role admin at once, no token needed', async () => {
@@ -473,6 +460,7 @@ describe('websocket: idempotent retries across transports', () => {
 
   it('replays over WS a key first used over HTTP: same event_id, the final result, one provider call', async () => {
     const fake = await fakeProvider();
+    fake.enqueue(echoReply);
     const running = await start({ fake });
     const original = await http(running, 'POST', '/api/v1/message', {
       token: API_TOKEN,
@@ -500,6 +488,7 @@ describe('websocket: idempotent retries across transports', () => {
 
   it('replays over HTTP a key first used over WS', async () => {
     const fake = await fakeProvider();
+    fake.enqueue(echoReply);
     const running = await start({ fake });
     const { client } = await connectAuthed(running, API_TOKEN, query);
     client.send({ type: 'message', text: 'hello', idempotency_key: 'k-ws-first' });
@@ -653,7 +642,7 @@ describe('websocket: channel state', () => {
     expect(disabled.status).toBe(200);
     expect(disabled.body).toMatchObject({ name: 'websocket', enabled: false, connected: false });
     expect(await client.closeCode()).toBe(1001);
-    expect(running.gateway.websocket.clientCount()).toBe(0);
+    expect(running.internals.websocket.clientCount()).toBe(0);
 
     const refused = await refusedUpgrade(`${running.ws}/api/v1/ws`, { 'x-api-token': API_TOKEN });
     expect(refused.status).toBe(503);
@@ -670,7 +659,7 @@ describe('websocket: bounds', () => {
     // Big replies (the echo of a ~1 MB text, on the turns feed too) over a lowered buffer cap.
     const running = await start({ overrides: { gateway: { max_body_bytes: 4 * 1024 * 1024 } } });
     const cap = 256 * 1024;
-    running.gateway.websocket.tune({ maxBufferedBytes: cap });
+    running.internals.websocket.tune({ maxBufferedBytes: cap });
     const { client } = await connectAuthed(running);
     expect(await client.ask({ type: 'subscribe', topics: ['turns'] })).toMatchObject({ type: 'subscribed' });
     const [server] = [...running.gateway.app.websocketServer.clients];
@@ -679,7 +668,7 @@ describe('websocket: bounds', () => {
     const words = 'lorem ipsum dolor sit amet '.repeat(40_000);
     for (let i = 0; i < 8; i++) client.send({ type: 'message', text: `${i} ${words}` });
 
-    await vi.waitFor(() => expect(running.gateway.websocket.clientCount()).toBe(0), {
+    await vi.waitFor(() => expect(running.internals.websocket.clientCount()).toBe(0), {
       timeout: 15_000,
       interval: 20,
     });
@@ -689,9 +678,9 @@ describe('websocket: bounds', () => {
     expect(held).toBeGreaterThan(cap);
     expect(held).toBeLessThan(cap + 1.5 * 1024 * 1024);
     // Every subscription of the closed client is gone; the turns it sent run on without it.
-    expect(running.gateway.bus.hasListeners('turns')).toBe(false);
-    const { queue, hub } = running.gateway.messages;
-    await vi.waitFor(() => expect(queue.size + queue.running + hub.listenerCount()).toBe(0), {
+    expect(running.internals.bus.hasListeners('turns')).toBe(false);
+    const { gauges, listenerCount } = running.internals.messages;
+    await vi.waitFor(() => expect(gauges.queued() + gauges.running() + listenerCount()).toBe(0), {
       timeout: 15_000,
       interval: 20,
     });
@@ -704,18 +693,18 @@ describe('websocket: bounds', () => {
   it('cuts off a peer that stops answering protocol pings', async () => {
     const running = await start();
     // The heartbeat interval takes effect when the channel starts.
-    await running.gateway.channels.disable('websocket');
-    running.gateway.websocket.tune({ heartbeatMs: 100 });
-    await running.gateway.channels.enable('websocket');
+    await running.internals.channels.disable('websocket');
+    running.internals.websocket.tune({ heartbeatMs: 100 });
+    await running.internals.channels.enable('websocket');
     const socket = new WebSocket(`${running.ws}/api/v1/ws`, { headers: { 'x-api-token': API_TOKEN }, autoPong: false });
     const client = new Client(socket);
-    cleanups.push(async () => {
+    cleanup(async () => {
       socket.terminate();
       await client.closed;
     });
     expect(await client.next()).toEqual({ type: 'auth_ok', role: 'api' });
     expect(await client.closeCode()).toBe(1006);
-    await vi.waitFor(() => expect(running.gateway.websocket.clientCount()).toBe(0), {
+    await vi.waitFor(() => expect(running.internals.websocket.clientCount()).toBe(0), {
       timeout: FRAME_TIMEOUT_MS,
       interval: 20,
     });
@@ -730,9 +719,9 @@ describe('websocket: bounds', () => {
 
   it('caps the turns one connection follows at once: RATE_LIMITED', async () => {
     const fake = await fakeProvider();
-    fake.setDefault({ hang: true });
+    fake.always({ hang: true });
     const running = await start({ fake });
-    running.gateway.websocket.tune({ maxTurnsPerConnection: 2 });
+    running.internals.websocket.tune({ maxTurnsPerConnection: 2 });
     const { client } = await connectAuthed(running);
     client.send({ type: 'message', text: 'a', session_key: 'gateway:ws:s1' });
     expect(await client.next()).toMatchObject({ type: 'accepted' });
@@ -744,7 +733,7 @@ describe('websocket: bounds', () => {
       error: { code: 'RATE_LIMITED' },
     });
     // Both turns are running (so shutdown interrupts them rather than waiting for them).
-    await vi.waitFor(() => expect(running.gateway.messages.runner.runningTurns()).toHaveLength(2), {
+    await vi.waitFor(() => expect(running.internals.messages.runningTurns()).toHaveLength(2), {
       timeout: FRAME_TIMEOUT_MS,
       interval: 20,
     });

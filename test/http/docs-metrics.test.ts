@@ -1,14 +1,10 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { concreteRoutes } from '../../src/http/server.js';
-import { adminHeaders, apiHeaders, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { adminHeaders, apiHeaders, useHarness } from '../helpers/harness.js';
 
 describe('OpenAPI document and docs page', () => {
-  let t: TestGateway;
-  beforeAll(async () => {
-    t = await startTestGateway();
-  });
-  afterAll(() => t.close());
+  const t = useHarness({ roomyLimits: false, scope: 'all' });
 
   it('validates against the OpenAPI 3.1 schema', async () => {
     expect((await t.gateway.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).statusCode).toBe(401);
@@ -26,7 +22,7 @@ describe('OpenAPI document and docs page', () => {
       paths: Record<string, Record<string, { 'x-permission': string }>>;
     }>();
     const prefix = t.config.gateway.api_prefix;
-    const registered = concreteRoutes(t.gateway.routes, prefix).filter(
+    const registered = concreteRoutes(t.internals.routes, prefix).filter(
       (r) => r.url.startsWith(prefix) || r.route.absolutePaths,
     );
     expect(registered.length).toBeGreaterThan(20);
@@ -47,11 +43,7 @@ describe('OpenAPI document and docs page', () => {
 });
 
 describe('Prometheus metrics', () => {
-  let t: TestGateway;
-  beforeAll(async () => {
-    t = await startTestGateway();
-  });
-  afterAll(() => t.close());
+  const t = useHarness({ roomyLimits: false, scope: 'all' });
 
   it('is guarded like a read endpoint', async () => {
     expect((await t.gateway.app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(401);

@@ -1,13 +1,10 @@
 import type { InjectOptions } from 'fastify';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { IdempotencyConflictError } from '../../src/http/errors.js';
 import { defineRoute, created, type RouteDef } from '../../src/http/route.js';
 import { objectBody, q } from '../../src/http/validation.js';
-import { adminHeaders, apiHeaders, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { createGateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/logs/logger.js';
-import { testConfig } from '../helpers/gateway.js';
+import { adminHeaders, apiHeaders, useHarness } from '../helpers/harness.js';
 
 /** Probe routes exercising the kernel: body/query validation, results and failures. */
 const probeRoutes: RouteDef[] = [
@@ -48,16 +45,12 @@ const probeRoutes: RouteDef[] = [
 ];
 
 describe('HTTP kernel', () => {
-  let t: TestGateway;
-  beforeAll(async () => {
-    const config = testConfig({ gateway: { max_body_bytes: 1024 } });
-    const logs: string[] = [];
-    const logger = createLogger({ level: 'error', stdout: { write: (l) => void logs.push(l) } });
-    const gateway = await createGateway({ config, logger, extraRoutes: probeRoutes });
-    await gateway.app.ready();
-    t = { gateway, config, logs, close: () => gateway.shutdown(0) };
+  const t = useHarness({
+    config: { gateway: { max_body_bytes: 1024 } },
+    roomyLimits: false,
+    extraRoutes: probeRoutes,
+    scope: 'all',
   });
-  afterAll(() => t.close());
 
   const inject = (opts: InjectOptions) => t.gateway.app.inject(opts);
 
@@ -218,24 +211,21 @@ describe('HTTP kernel', () => {
 });
 
 describe('draining', () => {
+  const t = useHarness({ roomyLimits: false });
+
   it('answers 503 UNAVAILABLE to every request and reports unhealthy', async () => {
-    const t = await startTestGateway();
-    try {
-      const before = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/health' });
-      expect(before.statusCode).toBe(200);
-      t.gateway.beginDrain();
-      const res = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: apiHeaders });
-      expect(res.statusCode).toBe(503);
-      expect(res.json().error.code).toBe('UNAVAILABLE');
-      const health = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/health' });
-      expect(health.statusCode).toBe(503);
-      expect(health.json()).toMatchObject({
-        status: 'unhealthy',
-        server_running: false,
-        error: { code: 'UNAVAILABLE' },
-      });
-    } finally {
-      await t.close();
-    }
+    const before = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(before.statusCode).toBe(200);
+    t.internals.beginDrain();
+    const res = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/nothing-here', headers: apiHeaders });
+    expect(res.statusCode).toBe(503);
+    expect(res.json().error.code).toBe('UNAVAILABLE');
+    const health = await t.gateway.app.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(health.statusCode).toBe(503);
+    expect(health.json()).toMatchObject({
+      status: 'unhealthy',
+      server_running: false,
+      error: { code: 'UNAVAILABLE' },
+    });
   });
 });

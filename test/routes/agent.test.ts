@@ -1,18 +1,9 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { contentText, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import {
-  adminHeaders,
-  allContents,
-  apiHeaders,
-  chatRequests,
-  deferred,
-  msg,
-  parseSse,
-  recordingTool,
-  startHarness,
-  type Harness,
-  type HarnessOptions,
-} from './harness.js';
+import { describe, expect, it, vi } from 'vitest';
+import { deferred } from '../helpers/deferred.js';
+import { allContents, chatRequests, contentText, echoReply, type FakeReply } from '../helpers/fake-openai.js';
+import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { parseSse } from '../helpers/sse.js';
+import { msg, recordingTool } from './builders.js';
 
 interface Waited {
   status: string;
@@ -49,17 +40,8 @@ interface HistoryEntry {
 const enc = encodeURIComponent;
 
 describe('the agent behind the message routes', () => {
-  let fake: FakeOpenAI;
-  let current: Harness | undefined;
-  const open = async (options: HarnessOptions = {}) => (current = await startHarness({ fake, ...options }));
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await current?.close();
-    current = undefined;
-    await fake.close();
-  });
+  // Model calls a test does not script get the echo `fake: <text>`.
+  const rig = useHarness({ fake: { always: echoReply }, autoOpen: false });
 
   const ask = async (h: Harness, text: string, chat = 'c1') => {
     const res = await h.message(msg(text, chat, { wait: true }));
@@ -83,7 +65,7 @@ describe('the agent behind the message routes', () => {
   const resolveTurn = (h: Harness, eventId: string, how: 'approve' | 'deny', headers = adminHeaders) =>
     h.inject({ method: 'POST', url: `/api/v1/turns/${eventId}/${how}`, headers });
   const settled = async (h: Harness, eventId: string) => {
-    const record = await h.gateway.messages.waiters.wait(eventId, 5_000);
+    const record = await h.internals.messages.waitFor(eventId, 5_000);
     expect(record).not.toBeNull();
     return record!;
   };
@@ -91,8 +73,8 @@ describe('the agent behind the message routes', () => {
   describe('happy', () => {
     it('runs a tool round trip: tool_calls with results in the Message, history keeps the call and the result', async () => {
       const lookup = recordingTool('lookup', (args) => ({ found: `value of ${String(args.value)}` }));
-      const h = await open({ tools: [lookup] });
-      fake.enqueue(
+      const h = await rig.open({ tools: [lookup] });
+      rig.fake.enqueue(
         {
           tool_calls: [{ id: 'call_1', name: 'lookup', arguments: { value: 'x' } }],
           usage: { prompt_tokens: 100, completion_tokens: 10 },
@@ -108,7 +90,7 @@ describe('the agent behind the message routes', () => {
       ]);
       expect(result.message.cost).toMatchObject({ input_tokens: 300, output_tokens: 30 });
 
-      const calls = chatRequests(fake);
+      const calls = chatRequests(rig.fake);
       expect(calls).toHaveLength(2);
       expect(calls[0]!.tools?.map((t) => t.function.name)).toEqual(expect.arrayContaining(['lookup', 'ask_user']));
       const second = calls[1]!.messages ?? [];
@@ -127,21 +109,21 @@ describe('the agent behind the message routes', () => {
 
     it('max_tool_iterations: a model that keeps calling tools ends incomplete (HTTP 200)', async () => {
       const loop = recordingTool('again');
-      const h = await open({ tools: [loop], config: { agent: { max_tool_iterations: 1 } } });
-      fake.setDefault({ tool_calls: [{ name: 'again', arguments: {} }] });
+      const h = await rig.open({ tools: [loop], config: { agent: { max_tool_iterations: 1 } } });
+      rig.fake.always({ tool_calls: [{ name: 'again', arguments: {} }] });
       const result = await ask(h, 'loop forever');
       expect(result.status).toBe('incomplete');
       expect(result.message.status).toBe('incomplete');
       expect(loop.calls).toHaveLength(1);
-      expect(chatRequests(fake)).toHaveLength(2);
+      expect(chatRequests(rig.fake)).toHaveLength(2);
       const record = await turn(h, result.event_id);
       expect(record).toMatchObject({ status: 'incomplete', termination_reason: 'max_tool_iterations' });
 
       // The session stays usable: the next turn's context is valid for the model.
-      fake.setDefault({ content: 'back to normal' });
+      rig.fake.always({ content: 'back to normal' });
       const next = await ask(h, 'hello');
       expect(next.status).toBe('completed');
-      const roles = chatRequests(fake)
+      const roles = chatRequests(rig.fake)
         .at(-1)!
         .messages!.map((m) => m.role);
       expect(roles.at(-1)).toBe('user');
@@ -149,8 +131,8 @@ describe('the agent behind the message routes', () => {
 
     it('approval: waiting_approval answers 200; approve runs the tool and the turn completes', async () => {
       const risky = recordingTool('risky', () => 'did it');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue(
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue(
         { tool_calls: [{ id: 'call_r', name: 'risky', arguments: { value: 'go' } }] },
         { content: 'all done' },
       );
@@ -171,7 +153,7 @@ describe('the agent behind the message routes', () => {
       expect(done.status).toBe('completed');
       expect(done.response).toBe('all done');
       expect(risky.calls).toEqual([{ value: 'go' }]);
-      const toolMessage = chatRequests(fake)[1]!.messages!.find((m) => m.role === 'tool');
+      const toolMessage = chatRequests(rig.fake)[1]!.messages!.find((m) => m.role === 'tool');
       expect(toolMessage).toMatchObject({ tool_call_id: 'call_r', content: 'did it' });
       expect(await turn(h, result.event_id)).toMatchObject({ status: 'completed', termination_reason: 'completed' });
 
@@ -198,8 +180,8 @@ describe('the agent behind the message routes', () => {
 
     it('approval: deny does not run the tool, tells the model, and the turn runs to its end', async () => {
       const risky = recordingTool('risky');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue({ tool_calls: [{ id: 'call_d', name: 'risky', arguments: {} }] }, { content: 'ok, I will not' });
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({ tool_calls: [{ id: 'call_d', name: 'risky', arguments: {} }] }, { content: 'ok, I will not' });
       const result = await ask(h, 'do it');
       expect(result.status).toBe('waiting_approval');
       const denied = await resolveTurn(h, result.event_id, 'deny');
@@ -208,15 +190,15 @@ describe('the agent behind the message routes', () => {
       expect(done.status).toBe('completed');
       expect(done.response).toBe('ok, I will not');
       expect(risky.calls).toHaveLength(0);
-      const toolMessage = chatRequests(fake)[1]!.messages!.find((m) => m.role === 'tool');
+      const toolMessage = chatRequests(rig.fake)[1]!.messages!.find((m) => m.role === 'tool');
       expect(toolMessage?.tool_call_id).toBe('call_d');
       expect(contentText(toolMessage?.content)).toContain('denied');
     });
 
     it('a turn waiting for approval holds back the session’s later turns until it is resolved', async () => {
       const risky = recordingTool('risky');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue({ tool_calls: [{ id: 'call_h', name: 'risky', arguments: {} }] }, { content: 'first reply' });
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({ tool_calls: [{ id: 'call_h', name: 'risky', arguments: {} }] }, { content: 'first reply' });
       const first = await ask(h, 'first');
       expect(first.status).toBe('waiting_approval');
       const second = (await h.message(msg('second', 'c1'))).json<{ event_id: string }>().event_id;
@@ -233,8 +215,8 @@ describe('the agent behind the message routes', () => {
     });
 
     it('clarification: ask_user pauses with the question; the next message answers and both turns complete', async () => {
-      const h = await open();
-      fake.enqueue(
+      const h = await rig.open();
+      rig.fake.enqueue(
         { tool_calls: [{ id: 'call_q', name: 'ask_user', arguments: { question: 'Which city?' } }] },
         { content: 'Weather in Paris: sunny' },
       );
@@ -250,7 +232,7 @@ describe('the agent behind the message routes', () => {
       expect(answer.event_id).not.toBe(first.event_id);
       expect(answer.status).toBe('completed');
       expect(answer.response).toBe('Weather in Paris: sunny');
-      const calls = chatRequests(fake);
+      const calls = chatRequests(rig.fake);
       expect(calls).toHaveLength(2);
       const toolMessage = calls[1]!.messages!.find((m) => m.role === 'tool');
       expect(toolMessage).toMatchObject({ tool_call_id: 'call_q', content: 'Paris' });
@@ -262,7 +244,7 @@ describe('the agent behind the message routes', () => {
     });
 
     it('budget: once daily_usd is spent the next turn ends incomplete without calling the provider', async () => {
-      const h = await open({ config: { budget: { daily_usd: 0.000001 } } });
+      const h = await rig.open({ config: { budget: { daily_usd: 0.000001 } } });
       const first = await ask(h, 'spend');
       expect(first.status).toBe('completed');
       expect(first.message.cost.total_usd).toBeGreaterThan(0.000001);
@@ -274,26 +256,26 @@ describe('the agent behind the message routes', () => {
         status: 'incomplete',
         termination_reason: 'budget_exceeded',
       });
-      expect(chatRequests(fake)).toHaveLength(1);
+      expect(chatRequests(rig.fake)).toHaveLength(1);
     });
 
     it('budget is checked before every model call, also inside a tool loop', async () => {
       const step = recordingTool('step');
-      const h = await open({ tools: [step], config: { budget: { daily_usd: 0.000001 } } });
-      fake.enqueue({
+      const h = await rig.open({ tools: [step], config: { budget: { daily_usd: 0.000001 } } });
+      rig.fake.enqueue({
         tool_calls: [{ name: 'step', arguments: {} }],
         usage: { prompt_tokens: 100, completion_tokens: 10 },
       });
       const result = await ask(h, 'go');
       expect(result.status).toBe('incomplete');
       expect(step.calls).toHaveLength(1);
-      expect(chatRequests(fake)).toHaveLength(1);
+      expect(chatRequests(rig.fake)).toHaveLength(1);
       expect(await turn(h, result.event_id)).toMatchObject({ termination_reason: 'budget_exceeded' });
       expect(result.message.tool_calls).toHaveLength(1);
     });
 
     it('/new starts a new context epoch; /status answers without a model call', async () => {
-      const h = await open();
+      const h = await rig.open();
       await ask(h, 'my name is Zebulon');
       const fresh = await ask(h, '/new');
       expect(fresh.status).toBe('completed');
@@ -301,10 +283,10 @@ describe('the agent behind the message routes', () => {
       const status = await ask(h, '/status');
       expect(status.status).toBe('completed');
       expect(status.response).toContain('gateway:api:c1');
-      expect(chatRequests(fake)).toHaveLength(1);
+      expect(chatRequests(rig.fake)).toHaveLength(1);
 
       const after = await ask(h, 'what is my name?');
-      const calls = chatRequests(fake);
+      const calls = chatRequests(rig.fake);
       expect(calls).toHaveLength(2);
       expect(allContents(calls[1]!).join('\n')).not.toContain('Zebulon');
       expect(calls[1]!.messages!.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['what is my name?']);
@@ -314,17 +296,19 @@ describe('the agent behind the message routes', () => {
     });
 
     it("a session's turns run one at a time in arrival order", async () => {
-      const h = await open();
-      fake.setDefault((body) => ({
-        delayMs: 60,
-        then: { content: `reply to ${contentText(body.messages?.at(-1)?.content)}` },
-      }));
+      const h = await rig.open();
+      const replyTo: FakeReply = (body) => ({ content: `reply to ${contentText(body.messages?.at(-1)?.content)}` });
+      // The first answer waits until all three are accepted: turns run side by side would call the model meanwhile.
+      const allAccepted = deferred();
+      rig.fake.enqueue({ after: allAccepted.promise, then: replyTo });
+      rig.fake.always(replyTo);
       const ids: string[] = [];
       for (const text of ['one', 'two', 'three']) {
         const res = await h.message(msg(text, 'order'));
         expect(res.statusCode).toBe(202);
         ids.push(res.json<{ event_id: string }>().event_id);
       }
+      allAccepted.resolve();
       for (const id of ids) expect((await settled(h, id)).status).toBe('completed');
       const entries = await history(h, 'order');
       expect(entries.map((e) => e.content)).toEqual([
@@ -340,7 +324,7 @@ describe('the agent behind the message routes', () => {
         expect(records[i]!.started_at! >= records[i - 1]!.finished_at!).toBe(true);
       }
       // Each model call saw the earlier turns complete.
-      const calls = chatRequests(fake);
+      const calls = chatRequests(rig.fake);
       expect(calls.map((c) => c.messages?.length)).toEqual([1, 3, 5]);
     });
 
@@ -352,8 +336,8 @@ describe('the agent behind the message routes', () => {
         await gate.promise;
         return 'released';
       });
-      const h = await open({ tools: [block] });
-      fake.enqueue({ tool_calls: [{ name: 'block', arguments: {} }] });
+      const h = await rig.open({ tools: [block] });
+      rig.fake.enqueue({ tool_calls: [{ name: 'block', arguments: {} }] });
       const blocked = (await h.message(msg('blocked turn', 'sess-a'))).json<{ event_id: string }>().event_id;
       await entered.promise;
       // While session A is stuck in its tool, session B runs to the end.
@@ -367,7 +351,7 @@ describe('the agent behind the message routes', () => {
 
   describe('errors', () => {
     it('approving or denying a turn that is not waiting → 400', async () => {
-      const h = await open();
+      const h = await rig.open();
       const done = await ask(h, 'plain');
       for (const how of ['approve', 'deny'] as const) {
         const res = await resolveTurn(h, done.event_id, how);
@@ -377,8 +361,8 @@ describe('the agent behind the message routes', () => {
     });
 
     it('approving a turn that waits for a clarification → 400; it stays waiting', async () => {
-      const h = await open();
-      fake.enqueue({ tool_calls: [{ name: 'ask_user', arguments: { question: 'Which?' } }] });
+      const h = await rig.open();
+      rig.fake.enqueue({ tool_calls: [{ name: 'ask_user', arguments: { question: 'Which?' } }] });
       const result = await ask(h, 'hm');
       expect(result.status).toBe('waiting_clarification');
       const res = await resolveTurn(h, result.event_id, 'approve');
@@ -388,13 +372,13 @@ describe('the agent behind the message routes', () => {
 
     it('an approval that lands while a later turn of the session finds itself blocked still resumes the turn', async () => {
       const risky = recordingTool('risky');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] }, { content: 'first done' });
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] }, { content: 'first done' });
       const first = await ask(h, 'first');
       expect(first.status).toBe('waiting_approval');
       // Force the interleaving: the approval is handled after the later turn saw the blocker,
       // before the queue learnt that it was blocked.
-      const runner = h.gateway.messages.runner;
+      const runner = h.internals.messages.runner;
       const original = runner.run.bind(runner);
       let approved: Promise<{ statusCode: number }> | undefined;
       runner.run = async (sessionKey, job) => {
@@ -415,8 +399,8 @@ describe('the agent behind the message routes', () => {
 
     it('approving twice → 400 the second time, and the tool runs once', async () => {
       const risky = recordingTool('risky');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] }, { content: 'done' });
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] }, { content: 'done' });
       const result = await ask(h, 'go');
       const [a, b] = await Promise.all([
         resolveTurn(h, result.event_id, 'approve'),
@@ -424,7 +408,7 @@ describe('the agent behind the message routes', () => {
       ]);
       expect([a.statusCode, b.statusCode].sort()).toEqual([200, 400]);
       await settled(h, result.event_id);
-      await h.gateway.messages.queue.idle(5_000);
+      await h.internals.messages.idle(5_000);
       expect(risky.calls).toHaveLength(1);
     });
 
@@ -432,18 +416,18 @@ describe('the agent behind the message routes', () => {
       const broken = recordingTool('broken', () => {
         throw new Error('tool exploded');
       });
-      const h = await open({ tools: [broken] });
-      fake.enqueue({ tool_calls: [{ id: 'call_b', name: 'broken', arguments: {} }] }, { content: 'recovered' });
+      const h = await rig.open({ tools: [broken] });
+      rig.fake.enqueue({ tool_calls: [{ id: 'call_b', name: 'broken', arguments: {} }] }, { content: 'recovered' });
       const result = await ask(h, 'try');
       expect(result.status).toBe('completed');
       expect(result.message.tool_calls[0]!.result).toEqual({ error: 'tool exploded' });
-      const toolMessage = chatRequests(fake)[1]!.messages!.find((m) => m.role === 'tool');
+      const toolMessage = chatRequests(rig.fake)[1]!.messages!.find((m) => m.role === 'tool');
       expect(contentText(toolMessage?.content)).toContain('tool exploded');
     });
 
     it('an unknown tool name is reported to the model, not run', async () => {
-      const h = await open();
-      fake.enqueue({ tool_calls: [{ id: 'call_u', name: 'no_such_tool', arguments: {} }] }, { content: 'fine' });
+      const h = await rig.open();
+      rig.fake.enqueue({ tool_calls: [{ id: 'call_u', name: 'no_such_tool', arguments: {} }] }, { content: 'fine' });
       const result = await ask(h, 'try');
       expect(result.status).toBe('completed');
       expect(result.message.tool_calls[0]!.result).toEqual({ error: 'unknown tool no_such_tool' });
@@ -451,8 +435,8 @@ describe('the agent behind the message routes', () => {
 
     it('a provider failure in the middle of a tool loop fails the turn with 502', async () => {
       const step = recordingTool('step');
-      const h = await open({ tools: [step] });
-      fake.enqueue({ tool_calls: [{ name: 'step', arguments: {} }] }, { status: 503 });
+      const h = await rig.open({ tools: [step] });
+      rig.fake.enqueue({ tool_calls: [{ name: 'step', arguments: {} }] }, { status: 503 });
       const res = await h.message(msg('go', 'c1', { wait: true }));
       expect(res.statusCode).toBe(502);
       const eventId = res.json<{ error: { details: { event_id: string } } }>().error.details.event_id;
@@ -463,8 +447,8 @@ describe('the agent behind the message routes', () => {
   describe('security', () => {
     it('approve and deny need an admin token', async () => {
       const risky = recordingTool('risky');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] }, { content: 'done' });
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] }, { content: 'done' });
       const result = await ask(h, 'go');
       expect((await resolveTurn(h, result.event_id, 'approve', apiHeaders)).statusCode).toBe(403);
       expect((await resolveTurn(h, result.event_id, 'deny', apiHeaders)).statusCode).toBe(403);
@@ -475,8 +459,8 @@ describe('the agent behind the message routes', () => {
 
     it('a tool needing approval is never run by the model alone, even when called repeatedly', async () => {
       const risky = recordingTool('risky');
-      const h = await open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
-      fake.enqueue({
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({
         tool_calls: [
           { id: 'a', name: 'risky', arguments: {} },
           { id: 'b', name: 'risky', arguments: {} },
@@ -485,7 +469,7 @@ describe('the agent behind the message routes', () => {
       const result = await ask(h, 'go');
       expect(result.status).toBe('waiting_approval');
       expect(risky.calls).toHaveLength(0);
-      fake.enqueue({ content: 'finished' });
+      rig.fake.enqueue({ content: 'finished' });
       expect((await resolveTurn(h, result.event_id, 'approve')).statusCode).toBe(200);
       // The second call needs its own approval.
       const paused = await settled(h, result.event_id);
@@ -497,8 +481,8 @@ describe('the agent behind the message routes', () => {
     });
 
     it('a pending question is answered only from its own session', async () => {
-      const h = await open();
-      fake.enqueue({ tool_calls: [{ name: 'ask_user', arguments: { question: 'Name?' } }] });
+      const h = await rig.open();
+      rig.fake.enqueue({ tool_calls: [{ name: 'ask_user', arguments: { question: 'Name?' } }] });
       const first = await ask(h, 'hi', 'owner');
       expect(first.status).toBe('waiting_clarification');
       const stranger = await ask(h, 'Mallory', 'stranger');

@@ -1,13 +1,7 @@
-import { rmSync } from 'node:fs';
-import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway } from '../../src/gateway.js';
-import { ManualClock } from '../../src/lib/clock.js';
-import { createLogger } from '../../src/logs/logger.js';
-import type { AgentTool } from '../../src/runtime/tools.js';
-import { startFakeOpenAI, type FakeOpenAI, type FakeUsage } from '../helpers/fake-openai.js';
-import { apiHeaders, deepMerge, testConfig } from '../helpers/gateway.js';
-import { msg, recordingTool, ROOMY_LIMITS } from './harness.js';
+import { describe, expect, it } from 'vitest';
+import type { FakeUsage } from '../helpers/fake-openai.js';
+import { apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { msg, recordingTool } from './builders.js';
 
 /** The test's "now": 2026-11-21 10:00 UTC; the gateway and the analytics share this clock. */
 const NOW = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
@@ -52,65 +46,21 @@ interface ErrorBody {
   error: { code: string; message: string; details: Array<{ path: string; message: string }>; request_id: string };
 }
 
-/** A gateway on real SQLite with the analytics routes, the OpenAI provider on the fake and a manual clock. */
-interface AnalyticsApp {
-  gateway: Gateway;
-  clock: ManualClock;
-  inject(options: InjectOptions): Promise<LightMyRequestResponse>;
-  /** GET with the api token. */
-  get(url: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
-  close(): Promise<void>;
-}
-
-async function startApp(options: {
-  fake: FakeOpenAI;
-  rateLimits?: Record<string, number>;
-  tools?: AgentTool[];
-}): Promise<AnalyticsApp> {
-  const config = testConfig(
-    deepMerge(
-      { provider: { type: 'openai', base_url: options.fake.url, model: 'gpt-4o-mini', timeout_seconds: 5 } },
-      options.rateLimits ? { security: { rate_limits: options.rateLimits } } : {},
-    ),
-  );
-  const clock = new ManualClock(NOW);
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const gateway = await createGateway({ config, logger, clock, tools: options.tools ?? [] });
-  await gateway.app.ready();
-  return {
-    gateway,
-    clock,
-    inject: (opts) => gateway.app.inject(opts),
-    get: (url, headers = apiHeaders) => gateway.app.inject({ method: 'GET', url, headers }),
-    async close() {
-      await gateway.shutdown(0);
-      rmSync(config.data_dir, { recursive: true, force: true });
-    },
-  };
-}
-
 const usage = (prompt: number, completion: number): FakeUsage => ({
   prompt_tokens: prompt,
   completion_tokens: completion,
 });
 
 describe('analytics API', () => {
-  let fake: FakeOpenAI;
-  let app: AnalyticsApp | undefined;
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await fake.close();
-  });
-
-  const open = async (options: { rateLimits?: Record<string, number>; tools?: AgentTool[] } = {}) =>
-    (app = await startApp({ fake, rateLimits: ROOMY_LIMITS, ...options }));
+  // The gateway and the analytics share a ManualClock at NOW; every model answer is scripted by its test.
+  const rig = useHarness({ fake: true, clock: NOW, autoOpen: false });
+  const { open } = rig;
+  /** GET with the api token (or `headers`). */
+  const get = (a: Harness, url: string, headers: Record<string, string> = apiHeaders) =>
+    a.inject({ method: 'GET', url, headers });
 
   /** Runs one turn through POST /message (wait) and answers its Message cost in USD. */
-  const turn = async (a: AnalyticsApp, text: string, chat: string, platform = 'api'): Promise<number> => {
+  const turn = async (a: Harness, text: string, chat: string, platform = 'api'): Promise<number> => {
     const res = await a.inject({
       method: 'POST',
       url: '/api/v1/message',
@@ -123,8 +73,8 @@ describe('analytics API', () => {
     return body.message.cost.total_usd;
   };
 
-  const json = async <T>(a: AnalyticsApp, url: string): Promise<T> => {
-    const res = await a.get(url);
+  const json = async <T>(a: Harness, url: string): Promise<T> => {
+    const res = await get(a, url);
     expect(res.statusCode, res.body).toBe(200);
     return res.json<T>();
   };
@@ -132,7 +82,7 @@ describe('analytics API', () => {
   describe('happy', () => {
     it('cost: total_usd equals the sum of the turns’ recorded costs, exactly; breakdown per model', async () => {
       const a = await open();
-      fake.enqueue(
+      rig.fake.enqueue(
         { content: 'a', usage: usage(1234, 567) },
         { content: 'b', usage: usage(1, 0) }, // 150 nano-dollars
         { content: 'c', usage: usage(0, 1) }, // 600 nano-dollars
@@ -171,7 +121,7 @@ describe('analytics API', () => {
 
     it('cost: group_by channel, session and day; week and month trends zero-filled', async () => {
       const a = await open();
-      fake.enqueue({ content: 'a', usage: usage(1000, 0) }, { content: 'b', usage: usage(0, 1000) });
+      rig.fake.enqueue({ content: 'a', usage: usage(1000, 0) }, { content: 'b', usage: usage(0, 1000) });
       await turn(a, 'cheap', 'c1', 'api');
       await turn(a, 'dear', 'room', 'slack');
 
@@ -209,7 +159,7 @@ describe('analytics API', () => {
 
     it('periods follow the clock: tomorrow, today is empty and the week still holds the cost', async () => {
       const a = await open();
-      fake.enqueue({ content: 'a', usage: usage(100, 100) });
+      rig.fake.enqueue({ content: 'a', usage: usage(100, 100) });
       const usd = await turn(a, 'hello', 'c1');
       a.clock.advance(DAY);
       const today = await json<CostSummary>(a, '/api/v1/analytics/cost?period=today');
@@ -232,7 +182,7 @@ describe('analytics API', () => {
     it('usage: sessions, user+assistant messages and tool calls of real turns', async () => {
       const lookup = recordingTool('lookup');
       const a = await open({ tools: [lookup] });
-      fake.enqueue(
+      rig.fake.enqueue(
         { tool_calls: [{ name: 'lookup', arguments: { value: 'x' } }], usage: usage(10, 5) },
         { content: 'found it', usage: usage(20, 5) },
         { content: 'plain', usage: usage(10, 5) },
@@ -258,7 +208,7 @@ describe('analytics API', () => {
     it('variant: totals, by_model, by_tool; by_channel with group_by=channel', async () => {
       const lookup = recordingTool('lookup');
       const a = await open({ tools: [lookup] });
-      fake.enqueue(
+      rig.fake.enqueue(
         { tool_calls: [{ name: 'lookup', arguments: { value: 'x' } }], usage: usage(100, 10) },
         { content: 'found', usage: usage(200, 20) },
         { content: 'hi', usage: usage(1, 2) },
@@ -288,8 +238,8 @@ describe('analytics API', () => {
     it('is served under the /api alias too', async () => {
       const a = await open();
       for (const path of ['/analytics/cost', '/analytics/usage', '/analytics']) {
-        const v1 = await a.get(`/api/v1${path}`);
-        const alias = await a.get(`/api${path}`);
+        const v1 = await get(a, `/api/v1${path}`);
+        const alias = await get(a, `/api${path}`);
         expect(alias.statusCode).toBe(200);
         expect(alias.json()).toEqual(v1.json());
       }
@@ -299,7 +249,7 @@ describe('analytics API', () => {
   it('usage and the variant accept period=all (DECISIONS §9: all three)', async () => {
     const a = await open();
     for (const url of ['/api/v1/analytics/usage?period=all', '/api/v1/analytics?period=all']) {
-      const res = await a.get(url, apiHeaders);
+      const res = await get(a, url, apiHeaders);
       expect(res.statusCode, url).toBe(200);
       expect(res.json<{ period: string }>().period).toBe('all');
     }
@@ -318,7 +268,7 @@ describe('analytics API', () => {
 
     it.each(invalid)('%s → 400 BAD_REQUEST at %s', async (url, path) => {
       const a = await open();
-      const res = await a.get(url, { ...apiHeaders, 'x-request-id': 'req-analytics-1' });
+      const res = await get(a, url, { ...apiHeaders, 'x-request-id': 'req-analytics-1' });
       expect(res.statusCode).toBe(400);
       const body = res.json<ErrorBody>();
       expect(body.error.code).toBe('BAD_REQUEST');
@@ -328,8 +278,8 @@ describe('analytics API', () => {
 
     it('answers 503 UNAVAILABLE when the store is unreachable', async () => {
       const a = await open();
-      await a.gateway.store.close();
-      const res = await a.get('/api/v1/analytics/cost');
+      await a.internals.store.close();
+      const res = await get(a, '/api/v1/analytics/cost');
       expect(res.statusCode).toBe(503);
       expect(res.json<ErrorBody>().error.code).toBe('UNAVAILABLE');
     });
@@ -339,39 +289,38 @@ describe('analytics API', () => {
     it('needs a token; the api token is enough', async () => {
       const a = await open();
       for (const url of ['/api/v1/analytics/cost', '/api/v1/analytics/usage', '/api/v1/analytics']) {
-        const anonymous = await a.get(url, {});
+        const anonymous = await get(a, url, {});
         expect(anonymous.statusCode).toBe(401);
         expect(anonymous.json<ErrorBody>().error.code).toBe('UNAUTHORIZED');
-        expect((await a.get(url, { authorization: `Bearer ${apiHeaders['x-api-token']}` })).statusCode).toBe(200);
+        expect((await get(a, url, { authorization: `Bearer ${apiHeaders['x-api-token']}` })).statusCode).toBe(200);
       }
     });
 
     it('the analytics rate group: 10 per minute by default, the 11th is 429; other groups unaffected', async () => {
-      const a = await startApp({ fake }); // default limits
-      app = a;
+      const a = await open({ roomyLimits: false }); // default limits
       const urls = ['/api/v1/analytics/cost', '/api/v1/analytics/usage', '/api/v1/analytics'];
       for (let i = 0; i < 10; i++) {
-        const res = await a.get(urls[i % urls.length]!);
+        const res = await get(a, urls[i % urls.length]!);
         expect(res.statusCode).toBe(200);
         expect(res.headers['x-ratelimit-limit']).toBe('10');
         expect(res.headers['x-ratelimit-remaining']).toBe(String(9 - i));
         expect(Number(res.headers['x-ratelimit-reset'])).toBeGreaterThan(0);
       }
-      const limited = await a.get('/api/v1/analytics/cost?period=week');
+      const limited = await get(a, '/api/v1/analytics/cost?period=week');
       expect(limited.statusCode).toBe(429);
       expect(limited.headers['x-ratelimit-limit']).toBe('10');
       expect(limited.headers['x-ratelimit-remaining']).toBe('0');
       expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0);
       expect(limited.json<ErrorBody>().error.code).toBe('RATE_LIMITED');
       // The alias counts against the same window.
-      expect((await a.get('/api/analytics/usage')).statusCode).toBe(429);
+      expect((await get(a, '/api/analytics/usage')).statusCode).toBe(429);
       // `read` is a separate group.
-      const sessions = await a.get('/api/v1/sessions');
+      const sessions = await get(a, '/api/v1/sessions');
       expect(sessions.statusCode).toBe(200);
       expect(sessions.headers['x-ratelimit-limit']).toBe('120');
       // A new window (the limiter runs on the gateway's clock) lets analytics through again.
       a.clock.advance(60_000);
-      expect((await a.get('/api/v1/analytics')).statusCode).toBe(200);
+      expect((await get(a, '/api/v1/analytics')).statusCode).toBe(200);
     });
   });
 });

@@ -12,12 +12,11 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, readConfigFile } from '../../src/config/config.load.js';
 import { REDACTED } from '../../src/config/config.redact.js';
 import { type Config, validateConfig } from '../../src/config/config.schema.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
+import type { Gateway } from '../../src/gateway.js';
 import { createProvider, type ModelProvider } from '../../src/runtime/providers/index.js';
-import { createLogger } from '../../src/logs/logger.js';
 import type { SettingsService } from '../../src/settings/settings.service.js';
 import { startFakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN, API_TOKEN, apiHeaders } from '../helpers/gateway.js';
+import { ADMIN_TOKEN, API_TOKEN, apiHeaders, useHarness } from '../helpers/harness.js';
 
 const PG_PASSWORD = 'pg-pass-s3cret-9f2';
 const SECRETS = {
@@ -72,10 +71,17 @@ interface Env {
   close(): Promise<void>;
 }
 
-const open: Env[] = [];
+// Runs after the hook below has shut the gateway down (after-hooks run last-registered first).
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+// The configuration comes from a real file (or none), loaded as `main.ts` loads it, with its own rate limits.
+const rig = useHarness({ autoOpen: false });
 
 async function start(options: { withFile?: boolean; dir?: string; provider?: ModelProvider } = {}): Promise<Env> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'gatehouse-config-api-'));
+  if (!dirs.includes(dir)) dirs.push(dir);
   const dataDir = join(dir, 'data');
   let argv: string[];
   let file: string | null = null;
@@ -99,23 +105,16 @@ async function start(options: { withFile?: boolean; dir?: string; provider?: Mod
           },
         })
       : loaded.config;
-  const logs: string[] = [];
-  const logger = createLogger({ level: 'info', stdout: { write: (line) => void logs.push(line) } });
-  const gateway = await createGateway({
-    config,
-    logger,
-    configPath: loaded.configPath,
-    fileObject: loaded.fileObject,
+  const harness = await rig.open({
+    loaded: { config, configPath: loaded.configPath, fileObject: loaded.fileObject },
     ...(options.provider ? { provider: options.provider } : {}),
   });
-  const { settings } = gateway;
-  await gateway.app.ready();
-  let closed = false;
-  const env: Env = {
+  const { gateway, logs } = harness;
+  return {
     dir,
     file,
     gateway,
-    settings,
+    settings: harness.internals.settings,
     logs,
     inject: (method, url, payload, token = ADMIN_TOKEN) =>
       gateway.app.inject({
@@ -127,22 +126,9 @@ async function start(options: { withFile?: boolean; dir?: string; provider?: Mod
             : { 'x-api-token': token, 'content-type': 'application/json' },
         ...(payload === undefined ? {} : { payload: JSON.stringify(payload) }),
       }),
-    async close() {
-      if (closed) return;
-      closed = true;
-      await gateway.shutdown(0);
-    },
+    close: () => harness.close(),
   };
-  open.push(env);
-  return env;
 }
-
-afterEach(async () => {
-  for (const env of open.splice(0)) {
-    await env.close();
-    rmSync(env.dir, { recursive: true, force: true });
-  }
-});
 
 /** Every string in a JSON value, keys included. */
 function allStrings(value: unknown, out: string[] = []): string[] {
@@ -544,6 +530,7 @@ describe('live apply through the gateway wiring', () => {
         pricing: {},
       });
       const env = await start({ provider });
+      fake.enqueue({ content: 'Greetings, in seventeen syllables.' });
       const patched = await env.inject('PATCH', '/api/v1/config', { agent: { system_prompt: 'Answer in haiku.' } });
       expect(changeOf(patched).applied).toEqual(['agent.system_prompt']);
       const res = await env.inject(
@@ -558,6 +545,7 @@ describe('live apply through the gateway wiring', () => {
         role: 'system',
         content: expect.stringContaining('Answer in haiku.'),
       });
+      fake.verify();
     } finally {
       await fake.close();
     }

@@ -1,14 +1,10 @@
-import { rmSync } from 'node:fs';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createGateway, type Gateway } from '../../src/gateway.js';
-import { ManualClock } from '../../src/lib/clock.js';
-import { createLogger } from '../../src/logs/logger.js';
+import { describe, expect, it } from 'vitest';
 import type { CronScheduler, CronSecurityProfile } from '../../src/scheduler/index.js';
 import { getTurn } from '../../src/turns/turns.repo.js';
-import { testConfig } from '../helpers/gateway.js';
-import { adminHeaders, apiHeaders, ISO_MS } from './harness.js';
+import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { ISO_MS } from './builders.js';
 
 const BASE = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
 const MINUTE = 60_000;
@@ -43,62 +39,40 @@ interface ErrorView {
   error: { code: string; message: string; details: unknown; request_id: string };
 }
 
-interface CronHarness {
-  gateway: Gateway;
-  clock: ManualClock;
+/** A harness on a ManualClock at BASE, with the gateway's cron scheduler and request helpers. */
+interface CronHarness extends Harness {
   scheduler: CronScheduler;
   /** A request with the admin token (plus `headers`). */
   admin(method: InjectOptions['method'], url: string, payload?: unknown): Promise<LightMyRequestResponse>;
   /** Creates a job and answers it. */
   create(body?: Record<string, unknown>): Promise<JobView>;
-  close(): Promise<void>;
 }
 
-/**
- * A gateway on real SQLite with the cron routes and a scheduler on a
- * ManualClock. Until gateway.ts wires cron, the routes come in as
- * `extraRoutes`; the store and the scheduler exist only once the gateway is
- * built, so the routes reach them late.
- */
-async function openCron(profile: CronSecurityProfile = 'standard'): Promise<CronHarness> {
-  const clock = new ManualClock(BASE);
-  const config = testConfig({ security: { profile } });
-  const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
-  const gateway = await createGateway({ config, logger, clock });
-  await gateway.app.ready();
-  const scheduler = gateway.cron;
+/** Adds the cron helpers to a harness. */
+function cronHelpers(harness: Harness): CronHarness {
   const admin = (method: InjectOptions['method'], url: string, payload?: unknown) =>
-    gateway.app.inject({
+    harness.inject({
       method,
       url,
       headers: adminHeaders,
       ...(payload === undefined ? {} : { payload: payload as InjectOptions['payload'] }),
     });
-  return {
-    gateway,
-    clock,
-    scheduler,
+  return Object.assign(harness, {
+    scheduler: harness.internals.cron,
     admin,
-    async create(body = {}) {
+    async create(body: Record<string, unknown> = {}) {
       const res = await admin('POST', '/api/v1/cron', { schedule: '*/5 * * * *', prompt: 'daily report', ...body });
       expect(res.statusCode, res.body).toBe(201);
       return res.json<JobView>();
     },
-    async close() {
-      await scheduler.close();
-      await gateway.shutdown(0);
-      rmSync(config.data_dir, { recursive: true, force: true });
-    },
-  };
+  });
 }
 
 describe('cron API', () => {
-  let current: CronHarness | undefined;
-  const open = async (profile?: CronSecurityProfile) => (current = await openCron(profile));
-  afterEach(async () => {
-    await current?.close();
-    current = undefined;
-  });
+  // The configured rate limits; time stands at BASE until a test moves it.
+  const rig = useHarness({ clock: BASE, roomyLimits: false, autoOpen: false });
+  const open = async (profile: CronSecurityProfile = 'standard') =>
+    cronHelpers(await rig.open({ config: { security: { profile } } }));
 
   describe('happy', () => {
     it('POST /cron answers 201 with the job: unauthorised, enabled, next_run from now (UTC)', async () => {
@@ -250,7 +224,7 @@ describe('cron API', () => {
       await h.scheduler.settled();
       const runs = (await h.admin('GET', `/api/v1/cron/${job.id}/runs`)).json<{ items: RunView[] }>().items;
       expect(runs).toEqual([{ ...run, status: 'completed', finished_at: expect.stringMatching(ISO_MS) as string }]);
-      expect(await getTurn(h.gateway.store.db, run.event_id!)).toMatchObject({
+      expect(await getTurn(h.internals.store.db, run.event_id!)).toMatchObject({
         sessionKey: `gateway:cron:${job.id}`,
         response: 'echo: ping',
       });

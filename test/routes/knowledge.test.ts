@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { KNOWLEDGE_BODY_LIMIT, KNOWLEDGE_MAX_CONTENT_BYTES } from '../../src/knowledge/index.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN } from '../helpers/gateway.js';
-import { adminHeaders, apiHeaders, ROOMY_LIMITS, startClockedHarness, type ClockedHarness } from './harness.js';
+import { HASHED_EMBEDDINGS } from '../helpers/fake-openai.js';
+import { ADMIN_TOKEN, adminHeaders, apiHeaders, ROOMY_LIMITS, useHarness } from '../helpers/harness.js';
+import { HOSTILE_QUERIES } from './builders.js';
 
 interface KnowledgeView {
   id: string;
@@ -18,12 +18,6 @@ interface KnowledgeView {
 
 const START = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
 
-/** An in-process gateway (memory and knowledge wired in) on SQLite in a temp dir, time on a ManualClock. */
-type Rig = ClockedHarness;
-
-const startRig = (options: { fake?: FakeOpenAI; embeddings?: boolean } = {}): Promise<Rig> =>
-  startClockedHarness(START, options);
-
 const enc = encodeURIComponent;
 const MiB = 1024 * 1024;
 
@@ -35,7 +29,8 @@ function document(paragraphs: number, special: string, at: number): string {
 }
 
 describe('knowledge API', () => {
-  let rig: Rig;
+  // One gateway for the file; each test deletes what the previous one added.
+  const rig = useHarness({ clock: START, scope: 'all' });
   const get = (url: string, headers: Record<string, string> = apiHeaders) =>
     rig.inject({ method: 'GET', url, headers });
   const send = (
@@ -62,13 +57,6 @@ describe('knowledge API', () => {
     return res.json<{ items: KnowledgeView[] }>().items;
   };
 
-  // One gateway for the file; each test deletes what the previous one added.
-  beforeAll(async () => {
-    rig = await startRig();
-  });
-  afterAll(async () => {
-    await rig.close();
-  });
   beforeEach(async () => {
     for (const item of await list('?limit=100')) {
       expect((await send('DELETE', `/api/v1/knowledge/${item.id}`)).statusCode).toBe(200);
@@ -190,21 +178,7 @@ describe('knowledge API', () => {
 
     it('hostile query strings answer 200', async () => {
       await post({ title: 'Fox', content: 'The quick brown fox (a test) jumps.' });
-      for (const query of [
-        '"',
-        '*',
-        'OR',
-        '-',
-        ':',
-        '(',
-        ')',
-        '(fox',
-        'fox*',
-        'NEAR(a b)',
-        '東京',
-        '🦊',
-        "' or 1=1 --",
-      ]) {
+      for (const query of HOSTILE_QUERIES) {
         expect((await get(`/api/v1/knowledge?query=${enc(query)}`)).statusCode, query).toBe(200);
       }
       expect((await list(`?query=${enc('(fox OR')}`)).map((i) => i.title)).toEqual(['Fox']);
@@ -292,15 +266,12 @@ describe('knowledge API', () => {
 });
 
 describe('knowledge in the agent loop, with embeddings', () => {
-  let fake: FakeOpenAI;
-  let rig: Rig;
-  beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    rig = await startRig({ fake, embeddings: true });
-  });
-  afterAll(async () => {
-    await rig.close();
-    await fake.close();
+  // Embeddings answer with hashed vectors unless a test queues a failure; each test scripts the model.
+  const rig = useHarness({
+    fake: { alwaysEmbeddings: HASHED_EMBEDDINGS },
+    embeddings: true,
+    clock: START,
+    scope: 'all',
   });
 
   const postDoc = async (title: string, content: string) => {
@@ -320,7 +291,7 @@ describe('knowledge in the agent loop, with embeddings', () => {
       document(20, 'Escalation: page the on-call engineer through the Pagerduty rotation named ORCA.', 11),
     );
     await postDoc('Recipes', 'Bread needs flour, water, salt and yeast.');
-    fake.enqueue(
+    rig.fake.enqueue(
       { tool_calls: [{ name: 'knowledge_search', arguments: { query: 'who do I page for an escalation?' } }] },
       { content: 'Page the on-call engineer.' },
     );
@@ -346,11 +317,11 @@ describe('knowledge in the agent loop, with embeddings', () => {
     const result = JSON.parse(tool!.content) as { items: Array<{ id: string; score: number }> };
     expect(result.items[0]!.id).toBe(doc.id);
     // The embeddings provider was used for the document and the query.
-    expect(fake.requests.filter((r) => r.path === '/v1/embeddings').length).toBeGreaterThanOrEqual(3);
+    expect(rig.fake.requests.filter((r) => r.path === '/v1/embeddings').length).toBeGreaterThanOrEqual(3);
   });
 
   it('an embeddings failure does not fail the upload: the document is found by full text', async () => {
-    fake.enqueueEmbeddings({ status: 500 });
+    rig.fake.enqueueEmbeddings({ status: 500 });
     const doc = await postDoc('Outage', 'Written while embeddings were down: kumquat.');
     const found = await rig.inject({ method: 'GET', url: '/api/v1/knowledge?query=kumquat', headers: apiHeaders });
     expect(found.json<{ items: KnowledgeView[] }>().items.map((i) => i.id)).toEqual([doc.id]);

@@ -2,18 +2,15 @@
  * GET /logs over `app.inject` (and one real socket for `follow=true`):
  * happy paths, parameter errors, security, and the no-secrets rule.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { Config } from '../../src/config/config.schema.js';
+import { describe, expect, it, vi } from 'vitest';
 import { secretValues } from '../../src/config/config.redact.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { createLogPipeline, logsDir, type LogEntry, type LogPipeline } from '../../src/logs/index.js';
 import { createTokenScrubber } from '../../src/security/audit.js';
-import { adminHeaders, apiHeaders, testConfig } from '../helpers/gateway.js';
-import { ROOMY_LIMITS } from './harness.js';
+import { adminHeaders, apiHeaders, ROOMY_LIMITS, useHarness } from '../helpers/harness.js';
 
 const SECRET = 'sk-live-DO-NOT-LOG-4f9a1c77e2';
 const BUFFER_ENTRIES = 40;
@@ -30,19 +27,24 @@ interface ErrorBody {
   error: { code: string; message: string; details: { path: string; message: string }[]; request_id: string };
 }
 
-/** A gateway whose logger is `pipeline`'s; it serves GET /logs from that pipeline (`options.logs`). */
-async function startLogsGateway(config: Config, pipeline: LogPipeline): Promise<Gateway> {
-  const gateway = await createGateway({ config, logger: pipeline.logger, logs: pipeline });
-  await gateway.app.ready();
-  return gateway;
-}
-
 describe('GET /logs', () => {
-  let config: Config;
   let pipeline: LogPipeline;
-  let gateway: Gateway;
   const stdout: string[] = [];
   const clock = new ManualClock(Date.UTC(2026, 10, 21, 10, 0, 0, 0));
+  // One gateway for the block, logging through a pipeline on the same clock (GET /logs serves from it).
+  const rig = useHarness({
+    scope: 'all',
+    config: { provider: { api_key: SECRET }, logs: { level: 'debug', buffer_entries: BUFFER_ENTRIES } },
+    logs: (config) =>
+      (pipeline = createLogPipeline({
+        dataDir: config.data_dir,
+        level: config.logs.level,
+        bufferEntries: config.logs.buffer_entries,
+        scrub: createTokenScrubber(secretValues(config)),
+        stdout: { write: (line) => void stdout.push(line) },
+        clock,
+      })),
+  });
   /** Logs one line per message under `source`, one second apart. */
   const logAt = (source: string, level: 'debug' | 'info' | 'warn' | 'error', message: string): string => {
     clock.advance(1000);
@@ -50,35 +52,13 @@ describe('GET /logs', () => {
     return new Date(clock.now()).toISOString();
   };
   const get = async (query: string, headers: Record<string, string> = adminHeaders) =>
-    gateway.app.inject({ method: 'GET', url: `/api/v1/logs${query}`, headers });
+    rig.gateway.app.inject({ method: 'GET', url: `/api/v1/logs${query}`, headers });
   const list = async (query: string): Promise<LogsBody> => {
     const res = await get(query);
     expect(res.statusCode, res.body).toBe(200);
     return res.json<LogsBody>();
   };
   const messages = (body: LogsBody): string[] => body.items.map((e) => e.message);
-
-  beforeAll(async () => {
-    config = testConfig({
-      provider: { api_key: SECRET },
-      security: { rate_limits: ROOMY_LIMITS },
-      logs: { level: 'debug', buffer_entries: BUFFER_ENTRIES },
-    });
-    pipeline = createLogPipeline({
-      dataDir: config.data_dir,
-      level: config.logs.level,
-      bufferEntries: config.logs.buffer_entries,
-      scrub: createTokenScrubber(secretValues(config)),
-      stdout: { write: (line) => void stdout.push(line) },
-      clock,
-    });
-    gateway = await startLogsGateway(config, pipeline);
-  });
-  afterAll(async () => {
-    await gateway.shutdown(0);
-    await pipeline.close();
-    rmSync(config.data_dir, { recursive: true, force: true });
-  });
 
   describe('happy', () => {
     it('answers newest first with the defaults', async () => {
@@ -95,7 +75,11 @@ describe('GET /logs', () => {
         message: 'third',
         metadata: { seq: 'third' },
       });
-      const alias = await gateway.app.inject({ method: 'GET', url: '/api/logs?source=order', headers: adminHeaders });
+      const alias = await rig.gateway.app.inject({
+        method: 'GET',
+        url: '/api/logs?source=order',
+        headers: adminHeaders,
+      });
       expect(alias.json<LogsBody>().total).toBe(3);
     });
 
@@ -211,7 +195,7 @@ describe('GET /logs', () => {
       expect(res.body).not.toContain(SECRET);
 
       await pipeline.flush();
-      const dir = logsDir(config.data_dir);
+      const dir = logsDir(rig.config.data_dir);
       const files = readdirSync(dir);
       expect(files.length).toBeGreaterThan(0);
       const written = files.map((name) => readFileSync(join(dir, name), 'utf8')).join('');
@@ -223,7 +207,7 @@ describe('GET /logs', () => {
 
   describe('follow=true', () => {
     it('streams entries logged after the subscription as `log` events, filters applied', async () => {
-      const base = await gateway.app.listen({ host: '127.0.0.1', port: 0 });
+      const base = await rig.gateway.app.listen({ host: '127.0.0.1', port: 0 });
       const listenersBefore = pipeline.buffer.stats().listeners;
       logAt('follow', 'info', 'before the subscription');
       // A real socket of its own (no pooled keep-alive connection outliving the test).

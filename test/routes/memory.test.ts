@@ -1,8 +1,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN } from '../helpers/gateway.js';
-import { adminHeaders, apiHeaders, ISO_MS, startClockedHarness, type ClockedHarness } from './harness.js';
+import { beforeEach, describe, expect, it } from 'vitest';
+import { HASHED_EMBEDDINGS } from '../helpers/fake-openai.js';
+import { ADMIN_TOKEN, adminHeaders, apiHeaders, useHarness } from '../helpers/harness.js';
+import { HOSTILE_QUERIES, ISO_MS } from './builders.js';
 
 interface MemoryView {
   id: string;
@@ -22,16 +22,11 @@ interface MemoryPage {
 
 const START = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
 
-/** An in-process gateway (memory and knowledge wired in) on SQLite in a temp dir, time on a ManualClock. */
-type Rig = ClockedHarness;
-
-const startRig = (options: { fake?: FakeOpenAI; embeddings?: boolean } = {}): Promise<Rig> =>
-  startClockedHarness(START, options);
-
 const enc = encodeURIComponent;
 
 describe('memory API', () => {
-  let rig: Rig;
+  // One gateway for the file; each test clears memory through the API.
+  const rig = useHarness({ clock: START, scope: 'all' });
   const get = (url: string, headers: Record<string, string> = apiHeaders) =>
     rig.inject({ method: 'GET', url, headers });
   const send = (
@@ -58,13 +53,6 @@ describe('memory API', () => {
     return res.json<MemoryPage>();
   };
 
-  // One gateway for the file; each test clears memory through the API.
-  beforeAll(async () => {
-    rig = await startRig();
-  });
-  afterAll(async () => {
-    await rig.close();
-  });
   beforeEach(async () => {
     for (const item of (await list('?limit=500')).items) {
       expect((await send('DELETE', `/api/v1/memory/${item.id}`)).statusCode).toBe(200);
@@ -166,21 +154,7 @@ describe('memory API', () => {
 
     it('hostile query strings answer 200', async () => {
       await create({ content: 'The quick brown fox (a test).' });
-      for (const query of [
-        '"',
-        '*',
-        'OR',
-        '-',
-        ':',
-        '(',
-        ')',
-        '(fox',
-        'fox*',
-        'NEAR(a b)',
-        '東京',
-        '🦊',
-        "' or 1=1 --",
-      ]) {
+      for (const query of HOSTILE_QUERIES) {
         const res = await get(`/api/v1/memory?query=${enc(query)}`);
         expect(res.statusCode, query).toBe(200);
       }
@@ -266,13 +240,7 @@ describe('memory API', () => {
 });
 
 describe('memory and knowledge in the OpenAPI document', () => {
-  let rig: Rig;
-  beforeAll(async () => {
-    rig = await startRig();
-  });
-  afterAll(async () => {
-    await rig.close();
-  });
+  const rig = useHarness({ clock: START, scope: 'all' });
 
   it('lists their routes with permissions and rate groups, and the document stays valid', async () => {
     const doc = (await rig.inject({ method: 'GET', url: '/api/v1/openapi.json', headers: apiHeaders })).json<{
@@ -290,15 +258,12 @@ describe('memory and knowledge in the OpenAPI document', () => {
 });
 
 describe('memory tools in the agent loop', () => {
-  let fake: FakeOpenAI;
-  let rig: Rig;
-  beforeAll(async () => {
-    fake = await startFakeOpenAI();
-    rig = await startRig({ fake, embeddings: true });
-  });
-  afterAll(async () => {
-    await rig.close();
-    await fake.close();
+  // Embeddings answer with hashed vectors unless a test queues a failure; each test scripts the model.
+  const rig = useHarness({
+    fake: { alwaysEmbeddings: HASHED_EMBEDDINGS },
+    embeddings: true,
+    clock: START,
+    scope: 'all',
   });
 
   const ask = async (text: string, chat: string) => {
@@ -324,7 +289,7 @@ describe('memory tools in the agent loop', () => {
   };
 
   it('memory_save stores an entry, memory_search finds it, and deleting the session keeps it', async () => {
-    fake.enqueue(
+    rig.fake.enqueue(
       {
         tool_calls: [
           { name: 'memory_save', arguments: { content: 'The user is vegetarian.', tags: ['diet'], key: 'diet' } },
@@ -341,7 +306,7 @@ describe('memory tools in the agent loop', () => {
     expect(JSON.parse(saveResult!.content)).toMatchObject({ status: 'created', memory: { key: 'diet' } });
 
     // Saving the same key again updates the entry instead of failing.
-    fake.enqueue(
+    rig.fake.enqueue(
       { tool_calls: [{ name: 'memory_save', arguments: { content: 'The user is vegan.', key: 'diet' } }] },
       { content: 'Updated.' },
     );
@@ -349,7 +314,7 @@ describe('memory tools in the agent loop', () => {
     const after = await rig.inject({ method: 'GET', url: '/api/v1/memory?key=diet', headers: apiHeaders });
     expect(after.json<MemoryPage>().items.map((i) => i.content)).toEqual(['The user is vegan.']);
 
-    fake.enqueue(
+    rig.fake.enqueue(
       { tool_calls: [{ name: 'memory_search', arguments: { query: 'is the user vegan?' } }] },
       { content: 'You are vegan.' },
     );
@@ -370,7 +335,7 @@ describe('memory tools in the agent loop', () => {
   });
 
   it('reports invalid tool arguments to the model instead of failing the turn', async () => {
-    fake.enqueue({ tool_calls: [{ name: 'memory_save', arguments: { content: '' } }] }, { content: 'Sorry.' });
+    rig.fake.enqueue({ tool_calls: [{ name: 'memory_save', arguments: { content: '' } }] }, { content: 'Sorry.' });
     const result = await ask('Remember nothing', 'mem-3');
     expect(result.status).toBe('completed');
     const [toolResult] = await toolResults(result.session_key);
@@ -378,7 +343,7 @@ describe('memory tools in the agent loop', () => {
   });
 
   it('an embeddings failure does not fail the write', async () => {
-    fake.enqueueEmbeddings({ status: 500 });
+    rig.fake.enqueueEmbeddings({ status: 500 });
     const res = await rig.inject({
       method: 'POST',
       url: '/api/v1/memory',

@@ -1,24 +1,16 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { BUILTIN_PRICES } from '../../src/runtime/providers/pricing.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { chatRequests, ISO_MS, lastOfRole, msg, startHarness, type Harness, type HarnessOptions } from './harness.js';
+import { chatRequests, echoReply, lastOfRole } from '../helpers/fake-openai.js';
+import { useHarness } from '../helpers/harness.js';
+import { ISO_MS, MESSAGE_FIELDS, msg } from './builders.js';
 
 describe('POST /message', () => {
-  let fake: FakeOpenAI;
-  let current: Harness | undefined;
-  const open = async (options: HarnessOptions = {}) => (current = await startHarness({ fake, ...options }));
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await current?.close();
-    current = undefined;
-    await fake.close();
-  });
+  // Turns whose answer a test does not script get the echo `fake: <text>`.
+  const rig = useHarness({ fake: { always: echoReply }, autoOpen: false });
 
   describe('happy', () => {
     it('answers 202 {status: accepted, event_id, session_key} once stored, and the turn then runs', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.message(msg('hello there', 'chat-202', { platform: 'telegram' }));
       expect(res.statusCode).toBe(202);
       const body = res.json<{ status: string; event_id: string; session_key: string }>();
@@ -27,14 +19,14 @@ describe('POST /message', () => {
       expect(body.event_id).toMatch(/^evt_/);
       expect(body.session_key).toBe('gateway:telegram:chat-202');
 
-      const turn = await h.gateway.messages.waiters.wait(body.event_id, 5_000);
+      const turn = await h.internals.messages.waitFor(body.event_id, 5_000);
       expect(turn?.status).toBe('completed');
       expect(turn?.response).toBe('fake: hello there');
     });
 
     it('with wait in the body answers 200 with the final result, the Message and its cost from usage × price', async () => {
-      const h = await open();
-      fake.enqueue({ content: 'the answer', usage: { prompt_tokens: 1000, completion_tokens: 500 } });
+      const h = await rig.open();
+      rig.fake.enqueue({ content: 'the answer', usage: { prompt_tokens: 1000, completion_tokens: 500 } });
       const res = await h.message(msg('question', 'c-wait', { wait: true }));
       expect(res.statusCode).toBe(200);
       const body = res.json<Record<string, unknown>>();
@@ -45,15 +37,7 @@ describe('POST /message', () => {
       const price = BUILTIN_PRICES['gpt-4o-mini']!;
       const expectedUsd = (1000 * price.input_per_mtok + 500 * price.output_per_mtok) / 1e6;
       const message = body.message as Record<string, unknown>;
-      expect(Object.keys(message).sort()).toEqual([
-        'content',
-        'cost',
-        'event_id',
-        'id',
-        'role',
-        'status',
-        'tool_calls',
-      ]);
+      expect(Object.keys(message).sort()).toEqual(MESSAGE_FIELDS);
       expect(message).toMatchObject({
         role: 'assistant',
         content: 'the answer',
@@ -68,24 +52,24 @@ describe('POST /message', () => {
     });
 
     it('with ?wait=true answers 200 with the final result', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.message(msg('via query', 'c-q'), {}, '?wait=true');
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ status: 'completed', response: 'fake: via query' });
     });
 
     it('wait=false in the body wins over ?wait=true', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.message(msg('body wins', 'c-bw', { wait: false }), {}, '?wait=true');
       expect(res.statusCode).toBe(202);
-      await h.gateway.messages.waiters.wait(res.json<{ event_id: string }>().event_id, 5_000);
+      await h.internals.messages.waitFor(res.json<{ event_id: string }>().event_id, 5_000);
     });
 
     it("sends the user's text as the last user-role message, after the earlier turns of the session", async () => {
-      const h = await open({ config: { agent: { system_prompt: 'be brief' } } });
+      const h = await rig.open({ config: { agent: { system_prompt: 'be brief' } } });
       expect((await h.message(msg('first message', 'c-ctx', { wait: true }))).statusCode).toBe(200);
       expect((await h.message(msg('second message', 'c-ctx', { wait: true }))).statusCode).toBe(200);
-      const calls = chatRequests(fake);
+      const calls = chatRequests(rig.fake);
       expect(calls).toHaveLength(2);
       expect(calls[1]!.model).toBe('gpt-4o-mini');
       expect(calls[1]!.messages?.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
@@ -96,7 +80,7 @@ describe('POST /message', () => {
     });
 
     it('runs on the built-in echo provider without configuration', async () => {
-      const h = await open({ fake: undefined });
+      const h = await rig.open({ fake: undefined });
       const res = await h.message(msg('ping', 'c-echo', { wait: true }));
       expect(res.statusCode).toBe(200);
       expect(res.json()).toMatchObject({ status: 'completed', response: 'echo: ping' });
@@ -105,16 +89,8 @@ describe('POST /message', () => {
   });
 
   describe('errors', () => {
-    let shared: Harness;
-    let sharedFake: FakeOpenAI;
-    beforeAll(async () => {
-      sharedFake = await startFakeOpenAI();
-      shared = await startHarness({ fake: sharedFake });
-    });
-    afterAll(async () => {
-      await shared.close();
-      await sharedFake.close();
-    });
+    // One gateway for the table of bad bodies, none of which may reach the model.
+    const shared = useHarness({ fake: true, scope: 'all' });
     const bad: Array<[string, Record<string, unknown>, string?]> = [
       ['missing text', { platform: 'api', user_id: 'u', chat_id: 'c' }],
       ['empty text', msg('')],
@@ -135,13 +111,13 @@ describe('POST /message', () => {
       expect(error.code).toBe('BAD_REQUEST');
       expect(error.request_id).toBe(res.headers['x-request-id']);
       expect(Array.isArray(error.details)).toBe(true);
-      const turns = await shared.gateway.store.db.selectFrom('turns').select('event_id').execute();
+      const turns = await shared.internals.store.db.selectFrom('turns').select('event_id').execute();
       expect(turns).toEqual([]);
-      expect(chatRequests(sharedFake)).toHaveLength(0);
+      expect(chatRequests(shared.fake)).toHaveLength(0);
     });
 
     it('a non-object body → 400', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.inject({
         method: 'POST',
         url: '/api/v1/message',
@@ -152,8 +128,8 @@ describe('POST /message', () => {
     });
 
     it('a provider HTTP 500 → 502 UPSTREAM_ERROR with details.event_id; the ledger says failed', async () => {
-      const h = await open();
-      fake.enqueue({ status: 500 });
+      const h = await rig.open();
+      rig.fake.enqueue({ status: 500 });
       const res = await h.message(msg('boom', 'c-500', { wait: true }));
       expect(res.statusCode).toBe(502);
       const error = res.json<{ error: { code: string; message: string; details: { event_id: string } } }>().error;
@@ -172,17 +148,17 @@ describe('POST /message', () => {
 
   describe('security', () => {
     it('without a token → 401 and nothing is accepted', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.inject({ method: 'POST', url: '/api/v1/message', payload: msg('x') });
       expect(res.statusCode).toBe(401);
       expect(res.json<{ error: { code: string } }>().error.code).toBe('UNAUTHORIZED');
       const wrong = await h.message(msg('x'), { 'x-api-token': 'not-a-token' });
       expect(wrong.statusCode).toBe(401);
-      expect(await h.gateway.store.db.selectFrom('turns').select('event_id').execute()).toEqual([]);
+      expect(await h.internals.store.db.selectFrom('turns').select('event_id').execute()).toEqual([]);
     });
 
     it('a Bearer api token is accepted', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.inject({
         method: 'POST',
         url: '/api/v1/message',
@@ -190,12 +166,12 @@ describe('POST /message', () => {
         payload: msg('bearer', 'c-bearer'),
       });
       expect(res.statusCode).toBe(202);
-      await h.gateway.messages.waiters.wait(res.json<{ event_id: string }>().event_id, 5_000);
+      await h.internals.messages.waitFor(res.json<{ event_id: string }>().event_id, 5_000);
     });
 
     it("the provider's error body does not reach the client beyond the provider message", async () => {
-      const h = await open();
-      fake.enqueue({ status: 500, body: { error: { message: 'upstream exploded', type: 'server_error' } } });
+      const h = await rig.open();
+      rig.fake.enqueue({ status: 500, body: { error: { message: 'upstream exploded', type: 'server_error' } } });
       const res = await h.message(msg('boom', 'c-leak', { wait: true }));
       expect(res.statusCode).toBe(502);
       expect(res.body).not.toContain('stack');

@@ -1,12 +1,11 @@
 import { readFileSync } from 'node:fs';
 import type { LightMyRequestResponse } from 'fastify';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rateGroupOf } from '../../src/http/route.js';
-import { ManualClock } from '../../src/lib/clock.js';
 import { auditLogPath } from '../../src/security/audit.js';
 import { fingerprintToken } from '../../src/security/tokens.js';
-import { ADMIN_TOKEN, API_TOKEN } from '../helpers/gateway.js';
-import { adminHeaders, apiHeaders, msg, startHarness, type Harness } from './harness.js';
+import { ADMIN_TOKEN, API_TOKEN, adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { msg } from './builders.js';
 
 const CODE_FORMAT = /^[ABCDEFGHJKMNPQRSTUVWXYZ23456789]{8}$/;
 const IP_A = '198.51.100.1';
@@ -30,17 +29,9 @@ interface AuditLine {
 }
 
 describe('pairing routes', () => {
-  let current: Harness | undefined;
-  let clock: ManualClock;
-  const open = async (config: Record<string, unknown> = {}): Promise<Harness> => {
-    clock = new ManualClock();
-    current = await startHarness({ clock, config });
-    return current;
-  };
-  afterEach(async () => {
-    await current?.close();
-    current = undefined;
-  });
+  // Each test opens its own gateway, its time on a fresh ManualClock at 2026-11-21 10:00 UTC.
+  const rig = useHarness({ clock: Date.UTC(2026, 10, 21, 10, 0, 0, 0), autoOpen: false });
+  const open = (config: Record<string, unknown> = {}): Promise<Harness> => rig.open({ config });
 
   const pair = (h: Harness, body: unknown, headers: Record<string, string> = adminHeaders) =>
     h.inject({ method: 'POST', url: '/api/v1/pair', headers, payload: body as Record<string, unknown> });
@@ -54,7 +45,7 @@ describe('pairing routes', () => {
   const attempt = (h: Harness, userId: string, code: string, ip = IP_A, platform = 'telegram') =>
     verify(h, { platform, user_id: userId, code }, ip);
   const auditLines = async (h: Harness): Promise<AuditLine[]> => {
-    await h.gateway.audit.flush();
+    await h.internals.audit.flush();
     const text = readFileSync(auditLogPath(h.config.data_dir), 'utf8');
     return text
       .split('\n')
@@ -62,7 +53,7 @@ describe('pairing routes', () => {
       .map((line) => JSON.parse(line) as AuditLine);
   };
   const auditText = async (h: Harness): Promise<string> => {
-    await h.gateway.audit.flush();
+    await h.internals.audit.flush();
     return readFileSync(auditLogPath(h.config.data_dir), 'utf8');
   };
   /** Codes checked so far: every failure that got to the code (401s and the lock trigger). */
@@ -91,11 +82,14 @@ describe('pairing routes', () => {
       const res = await pair(h, { platform: 'discord' });
       expect(res.json()).toMatchObject({ ttl_seconds: 60 });
       const { code } = res.json<{ code: string }>();
-      const rows = await h.gateway.store.db.selectFrom('pairing_codes').selectAll().execute();
+      const rows = await h.internals.store.db.selectFrom('pairing_codes').selectAll().execute();
       expect(rows).toHaveLength(1);
       expect(rows[0]!.code_hash).toMatch(/^[0-9a-f]{64}$/);
       expect(JSON.stringify(rows)).not.toContain(code);
-      expect(rows[0]).toMatchObject({ platform: 'discord', expires_at: new Date(clock.now() + 60_000).toISOString() });
+      expect(rows[0]).toMatchObject({
+        platform: 'discord',
+        expires_at: new Date(rig.clock.now() + 60_000).toISOString(),
+      });
     });
 
     it('rejects a missing, empty or non-string platform and a non-object body with 400', async () => {
@@ -115,7 +109,7 @@ describe('pairing routes', () => {
 
     it('both routes count in the write rate group', async () => {
       const h = await open();
-      const routes = h.gateway.routes.filter((r) => r.path === '/pair' || r.path === '/pair/verify');
+      const routes = h.internals.routes.filter((r) => r.path === '/pair' || r.path === '/pair/verify');
       expect(routes.map((r) => [r.path, r.permission, rateGroupOf(r)])).toEqual([
         ['/pair', 'admin', 'write'],
         ['/pair/verify', 'api', 'write'],
@@ -144,9 +138,9 @@ describe('pairing routes', () => {
       const res = await attempt(h, 'u1', code);
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ status: 'paired', platform: 'telegram', user_id: 'u1' });
-      expect(await h.gateway.pairing.isPaired('telegram', 'u1')).toBe(true);
-      expect(await h.gateway.pairing.isPaired('telegram', 'u2')).toBe(false);
-      expect(await h.gateway.pairing.isPaired('discord', 'u1')).toBe(false);
+      expect(await h.internals.pairing.isPaired('telegram', 'u1')).toBe(true);
+      expect(await h.internals.pairing.isPaired('telegram', 'u2')).toBe(false);
+      expect(await h.internals.pairing.isPaired('discord', 'u1')).toBe(false);
     });
 
     it('accepts the code typed in lower case', async () => {
@@ -201,15 +195,15 @@ describe('pairing routes', () => {
       const right = await attempt(h, 'u1', code);
       expect(right.statusCode).toBe(429);
       expect(right.headers['retry-after']).toBe('300');
-      clock.advance(200_000);
+      rig.clock.advance(200_000);
       const later = await attempt(h, 'u1', code);
       expect(later.statusCode).toBe(429);
       expect(later.headers['retry-after']).toBe('100');
-      clock.advance(99_999);
+      rig.clock.advance(99_999);
       expect((await attempt(h, 'u1', code)).statusCode).toBe(429);
-      expect(await h.gateway.pairing.isPaired('telegram', 'u1')).toBe(false);
+      expect(await h.internals.pairing.isPaired('telegram', 'u1')).toBe(false);
 
-      clock.advance(1);
+      rig.clock.advance(1);
       const paired = await attempt(h, 'u1', code);
       expect(paired.statusCode).toBe(200);
       expect(paired.json()).toEqual({ status: 'paired', platform: 'telegram', user_id: 'u1' });
@@ -221,7 +215,7 @@ describe('pairing routes', () => {
       const h = await open();
       for (let i = 0; i < 5; i++) await attempt(h, 'u1', 'ABCDEFGH');
       expect((await attempt(h, 'u1', 'ABCDEFGH')).statusCode).toBe(429);
-      clock.advance(300_000);
+      rig.clock.advance(300_000);
       const statuses: number[] = [];
       for (let i = 0; i < 5; i++) statuses.push((await attempt(h, 'u1', 'ABCDEFGH')).statusCode);
       expect(statuses).toEqual([401, 401, 401, 401, 429]);
@@ -274,7 +268,7 @@ describe('pairing routes', () => {
       expect(again.statusCode).toBe(401);
       expect(again.json()).toMatchObject({ error: { code: 'UNAUTHORIZED' } });
       expect((await attempt(h, 'u1', code)).statusCode).toBe(401);
-      expect(await h.gateway.pairing.isPaired('telegram', 'u2')).toBe(false);
+      expect(await h.internals.pairing.isPaired('telegram', 'u2')).toBe(false);
     });
 
     it('two concurrent uses of one code: exactly one pairs', async () => {
@@ -287,20 +281,20 @@ describe('pairing routes', () => {
     it('an expired code is 401', async () => {
       const h = await open();
       const stale = await issue(h);
-      clock.advance(299_999);
+      rig.clock.advance(299_999);
       const fresh = await issue(h);
       expect((await attempt(h, 'u2', fresh)).statusCode).toBe(200); // still valid 1 ms before the ttl
-      clock.advance(1);
+      rig.clock.advance(1);
       const res = await attempt(h, 'u1', stale);
       expect(res.statusCode).toBe(401);
-      expect(await h.gateway.pairing.isPaired('telegram', 'u1')).toBe(false);
+      expect(await h.internals.pairing.isPaired('telegram', 'u1')).toBe(false);
     });
 
     it('a code of another platform is 401 and stays usable on its own platform', async () => {
       const h = await open();
       const code = await issue(h, 'telegram');
       expect((await attempt(h, 'u1', code, IP_A, 'discord')).statusCode).toBe(401);
-      expect(await h.gateway.pairing.isPaired('discord', 'u1')).toBe(false);
+      expect(await h.internals.pairing.isPaired('discord', 'u1')).toBe(false);
       expect((await attempt(h, 'u1', code, IP_A, 'telegram')).statusCode).toBe(200);
     });
 
@@ -340,7 +334,7 @@ describe('pairing routes', () => {
       expect((await attempt(h, 'u1', code)).statusCode).toBe(200);
       for (let i = 0; i < 5; i++) await attempt(h, 'u2', 'ABCDEFGH', IP_B);
       await h.restart();
-      expect(await h.gateway.pairing.isPaired('telegram', 'u1')).toBe(true);
+      expect(await h.internals.pairing.isPaired('telegram', 'u1')).toBe(true);
       expect((await attempt(h, 'u2', 'ABCDEFGH', IP_C)).statusCode).toBe(429);
     });
   });
@@ -349,14 +343,14 @@ describe('pairing routes', () => {
     const h = await open({ gateway: { auth: { pairing_ttl_seconds: 3600 } } });
     const code = await issue(h);
     for (let i = 0; i < 5; i++) await attempt(h, 'u1', wrongCode(code));
-    clock.advance(300_000);
+    rig.clock.advance(300_000);
     expect((await attempt(h, 'u1', code)).statusCode).toBe(200);
 
     const lines = await auditLines(h);
     const pairing = lines.filter((l) =>
       ['pair_code_issued', 'auth_failure', 'lockout_triggered', 'paired'].includes(l.event),
     );
-    const start = new Date(clock.now() - 300_000).toISOString();
+    const start = new Date(rig.clock.now() - 300_000).toISOString();
     expect(pairing).toEqual([
       { ts: start, event: 'pair_code_issued', ip: '127.0.0.1', user: fingerprintToken(ADMIN_TOKEN), mode: 'pairing' },
       ...[1, 2, 3, 4].map((attempts) => ({
@@ -378,7 +372,7 @@ describe('pairing routes', () => {
         attempts: 5,
         lockout_seconds: 300,
       },
-      { ts: new Date(clock.now()).toISOString(), event: 'paired', ip: IP_A, user: 'telegram:u1', mode: 'pairing' },
+      { ts: new Date(rig.clock.now()).toISOString(), event: 'paired', ip: IP_A, user: 'telegram:u1', mode: 'pairing' },
     ]);
     const text = await auditText(h);
     expect(text).not.toContain(code);
@@ -408,7 +402,7 @@ describe('pairing routes', () => {
       const after = await send();
       expect(after.statusCode).toBe(202);
       const { event_id: eventId } = after.json<{ event_id: string }>();
-      await h.gateway.messages.waiters.wait(eventId, 5_000);
+      await h.internals.messages.waitFor(eventId, 5_000);
 
       // The pairing is for telegram:u7 only.
       const other = await h.inject({

@@ -1,18 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/lib/clock.js';
 import { appendMessage } from '../../src/sessions/sessions.repo.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import {
-  allContents,
-  apiHeaders,
-  chatRequests,
-  ISO_MS,
-  msg,
-  parseSse,
-  startHarness,
-  type Harness,
-  type HarnessOptions,
-} from './harness.js';
+import { allContents, chatRequests, echoReply } from '../helpers/fake-openai.js';
+import { apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { parseSse } from '../helpers/sse.js';
+import { ISO_MS, MESSAGE_FIELDS, msg } from './builders.js';
 
 interface SessionView {
   id: string;
@@ -35,17 +27,8 @@ interface HistoryPage {
 const enc = encodeURIComponent;
 
 describe('sessions API', () => {
-  let fake: FakeOpenAI;
-  let current: Harness | undefined;
-  const open = async (options: HarnessOptions = {}) => (current = await startHarness({ fake, ...options }));
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await current?.close();
-    current = undefined;
-    await fake.close();
-  });
+  // Model calls a test does not script get the echo `fake: <text>`.
+  const rig = useHarness({ fake: { always: echoReply }, autoOpen: false });
 
   const get = (h: Harness, url: string) => h.inject({ method: 'GET', url, headers: apiHeaders });
   const createSession = async (h: Harness, body: Record<string, unknown> = {}) => {
@@ -63,7 +46,7 @@ describe('sessions API', () => {
 
   describe('happy', () => {
     it('POST /sessions creates gateway:api:<id> (201), and a custom channel; GET returns it', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
       expect(session.id).toMatch(/^gateway:api:[^:]+$/);
       expect(session).toMatchObject({ channel: 'api', message_count: 0, status: 'active' });
@@ -84,7 +67,7 @@ describe('sessions API', () => {
 
     it('lists with cursor pagination over 3 pages (limit 2, 5 sessions), newest activity first', async () => {
       const clock = new ManualClock();
-      const h = await open({ clock });
+      const h = await rig.open({ clock });
       const created: string[] = [];
       for (let i = 0; i < 5; i++) {
         created.push((await createSession(h)).id);
@@ -110,7 +93,7 @@ describe('sessions API', () => {
     });
 
     it('filters by status and channel', async () => {
-      const h = await open();
+      const h = await rig.open();
       await createSession(h);
       await createSession(h, { channel: 'slack' });
       const active = await get(h, '/api/v1/sessions?status=active');
@@ -127,9 +110,9 @@ describe('sessions API', () => {
     });
 
     it('history: default 100 newest in chronological order, with total and returned; limit picks the newest', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
-      await h.gateway.store.writer.run(async (trx) => {
+      await h.internals.store.writer.run(async (trx) => {
         for (let i = 0; i < 105; i++) {
           await appendMessage(trx, {
             id: `msg_${String(i).padStart(6, '0')}`,
@@ -162,7 +145,7 @@ describe('sessions API', () => {
     });
 
     it('history entries carry {id, role, content, created_at, event_id} of real turns', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.message(msg('hi there', 'hist', { wait: true }));
       expect(res.statusCode).toBe(200);
       const page = (await get(h, `/api/v1/sessions/${enc('gateway:api:hist')}/history`)).json<HistoryPage>();
@@ -180,7 +163,7 @@ describe('sessions API', () => {
     });
 
     it('DELETE → {id, deleted: true}; then GET/history are 404 and reusing the key starts a new context', async () => {
-      const h = await open();
+      const h = await rig.open();
       const key = 'gateway:api:reuse';
       expect((await h.message(msg('remember the word pineapple', 'reuse', { wait: true }))).statusCode).toBe(200);
       const del = await h.inject({ method: 'DELETE', url: `/api/v1/sessions/${enc(key)}`, headers: apiHeaders });
@@ -192,7 +175,7 @@ describe('sessions API', () => {
 
       const again = await h.message(msg('what was the word?', 'reuse', { wait: true }));
       expect(again.statusCode).toBe(200);
-      const calls = chatRequests(fake);
+      const calls = chatRequests(rig.fake);
       expect(calls).toHaveLength(2);
       expect(allContents(calls[1]!).join('\n')).not.toContain('pineapple');
       expect(calls[1]!.messages?.filter((m) => m.role !== 'system')).toHaveLength(1);
@@ -203,21 +186,13 @@ describe('sessions API', () => {
     });
 
     it('POST /sessions/{id}/messages answers 200 with the Message; role "user" is optional', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
-      fake.enqueue({ content: 'hello back', usage: { prompt_tokens: 20, completion_tokens: 4 } });
+      rig.fake.enqueue({ content: 'hello back', usage: { prompt_tokens: 20, completion_tokens: 4 } });
       const res = await sendTo(h, session.id, { content: 'hello', role: 'user' });
       expect(res.statusCode).toBe(200);
       const message = res.json<Record<string, unknown>>();
-      expect(Object.keys(message).sort()).toEqual([
-        'content',
-        'cost',
-        'event_id',
-        'id',
-        'role',
-        'status',
-        'tool_calls',
-      ]);
+      expect(Object.keys(message).sort()).toEqual(MESSAGE_FIELDS);
       expect(message).toMatchObject({
         role: 'assistant',
         content: 'hello back',
@@ -235,9 +210,9 @@ describe('sessions API', () => {
     });
 
     it('streams SSE with Accept: text/event-stream: delta frames, then done carrying the Message', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
-      fake.enqueue({ content: 'one two three', chunks: 3 });
+      rig.fake.enqueue({ content: 'one two three', chunks: 3 });
       const res = await sendTo(h, session.id, { content: 'stream please' }, { accept: 'text/event-stream' });
       expect(res.statusCode).toBe(200);
       expect(res.headers['content-type']).toContain('text/event-stream');
@@ -262,9 +237,9 @@ describe('sessions API', () => {
       'a streamed turn that pauses for a question ends with done carrying the waiting Message',
       { timeout: 8_000 },
       async () => {
-        const h = await open();
+        const h = await rig.open();
         const session = await createSession(h);
-        fake.enqueue(
+        rig.fake.enqueue(
           { tool_calls: [{ id: 'call_q', name: 'ask_user', arguments: { question: 'Which one?' } }] },
           { content: 'the blue one', chunks: 2 },
         );
@@ -285,14 +260,14 @@ describe('sessions API', () => {
 
   describe('errors', () => {
     it.each(['0', '101', 'abc', '1.5', ''])('list limit=%s → 400', async (limit) => {
-      const h = await open();
+      const h = await rig.open();
       const res = await get(h, `/api/v1/sessions?limit=${limit}`);
       expect(res.statusCode).toBe(400);
       expect(res.json<{ error: { code: string } }>().error.code).toBe('BAD_REQUEST');
     });
 
     it('a bad cursor → 400; an unknown status → 400', async () => {
-      const h = await open();
+      const h = await rig.open();
       for (const cursor of ['not-a-cursor', Buffer.from('{"a":1}').toString('base64url')]) {
         expect((await get(h, `/api/v1/sessions?cursor=${enc(cursor)}`)).statusCode).toBe(400);
       }
@@ -300,14 +275,14 @@ describe('sessions API', () => {
     });
 
     it.each(['0', '501', 'x'])('history limit=%s → 400', async (limit) => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
       const res = await get(h, `/api/v1/sessions/${enc(session.id)}/history?limit=${limit}`);
       expect(res.statusCode).toBe(400);
     });
 
     it('an unknown session → 404 on get, history, messages and delete', async () => {
-      const h = await open();
+      const h = await rig.open();
       const id = enc('gateway:api:nope');
       const responses = [
         await get(h, `/api/v1/sessions/${id}`),
@@ -319,11 +294,11 @@ describe('sessions API', () => {
         expect(res.statusCode).toBe(404);
         expect(res.json<{ error: { code: string } }>().error.code).toBe('NOT_FOUND');
       }
-      expect(chatRequests(fake)).toHaveLength(0);
+      expect(chatRequests(rig.fake)).toHaveLength(0);
     });
 
     it('deleting twice → 404 the second time', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
       const url = `/api/v1/sessions/${enc(session.id)}`;
       expect((await h.inject({ method: 'DELETE', url, headers: apiHeaders })).statusCode).toBe(200);
@@ -337,15 +312,15 @@ describe('sessions API', () => {
       ['empty content', { content: '' }],
       ['non-string content', { content: 5 }],
     ])('POST /sessions/{id}/messages with %s → 400, nothing runs', async (_name, body) => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
       const res = await sendTo(h, session.id, body);
       expect(res.statusCode).toBe(400);
-      expect(chatRequests(fake)).toHaveLength(0);
+      expect(chatRequests(rig.fake)).toHaveLength(0);
     });
 
     it('POST /sessions with a bad channel or non-object metadata → 400', async () => {
-      const h = await open();
+      const h = await rig.open();
       for (const body of [{ channel: '' }, { channel: 'x'.repeat(65) }, { metadata: 'text' }, { metadata: [1] }]) {
         const res = await h.inject({ method: 'POST', url: '/api/v1/sessions', headers: apiHeaders, payload: body });
         expect(res.statusCode).toBe(400);
@@ -353,9 +328,9 @@ describe('sessions API', () => {
     });
 
     it('a provider failure on the message route → 502 UPSTREAM_ERROR with details.event_id', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
-      fake.enqueue({ status: 500 });
+      rig.fake.enqueue({ status: 500 });
       const res = await sendTo(h, session.id, { content: 'boom' });
       expect(res.statusCode).toBe(502);
       const error = res.json<{ error: { code: string; details: { event_id: string } } }>().error;
@@ -364,9 +339,9 @@ describe('sessions API', () => {
     });
 
     it('a provider failure while streaming gives an error event', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
-      fake.enqueue({ status: 500 });
+      rig.fake.enqueue({ status: 500 });
       const res = await sendTo(h, session.id, { content: 'boom' }, { accept: 'text/event-stream' });
       expect(res.statusCode).toBe(200);
       const events = parseSse(res.body);
@@ -381,7 +356,7 @@ describe('sessions API', () => {
 
   describe('security', () => {
     it('every sessions route needs a token', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
       const id = enc(session.id);
       const requests = [
@@ -397,11 +372,11 @@ describe('sessions API', () => {
         expect(res.statusCode, `${request.method} ${request.url}`).toBe(401);
       }
       expect((await get(h, `/api/v1/sessions/${id}`)).statusCode).toBe(200);
-      expect(chatRequests(fake)).toHaveLength(0);
+      expect(chatRequests(rig.fake)).toHaveLength(0);
     });
 
     it('a channel cannot smuggle key separators into the session key', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.inject({
         method: 'POST',
         url: '/api/v1/sessions',
@@ -412,7 +387,7 @@ describe('sessions API', () => {
     });
 
     it('a deleted session’s old messages never reach the model again, even via the session route', async () => {
-      const h = await open();
+      const h = await rig.open();
       const session = await createSession(h);
       expect((await sendTo(h, session.id, { content: 'secret token 1234' })).statusCode).toBe(200);
       await h.inject({ method: 'DELETE', url: `/api/v1/sessions/${enc(session.id)}`, headers: apiHeaders });

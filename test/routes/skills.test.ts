@@ -6,13 +6,14 @@
  */
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import type { Gateway } from '../../src/gateway.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { createIdGenerator } from '../../src/lib/ids.js';
 import { createSkillsService, type SkillsService } from '../../src/skills/index.js';
-import { contentText, startFakeOpenAI, type FakeChatBody, type FakeOpenAI } from '../helpers/fake-openai.js';
-import { ADMIN_TOKEN } from '../helpers/gateway.js';
-import { ISO_MS, adminHeaders, apiHeaders, chatRequests, startHarness, type Harness } from './harness.js';
+import { chatRequests, contentText, type FakeChatBody } from '../helpers/fake-openai.js';
+import { ADMIN_TOKEN, adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { ISO_MS } from './builders.js';
 
 /** Skill as the API answers it (single reads add `instructions` and `skill_md`). */
 interface SkillView {
@@ -39,21 +40,24 @@ interface Waited {
   message: { tool_calls: Array<{ name: string; arguments: string; result?: unknown }> };
 }
 
-/** A gateway with skills on real SQLite, plus a service on its store for setting up staged skills. */
-interface SkillsApp extends Harness {
-  /** A second service on the gateway's store: the only way to stage a skill without the agent. */
-  readonly service: SkillsService;
+const services = new WeakMap<Gateway, SkillsService>();
+
+/** A second skills service on the harness's store: the only way to stage a skill without the agent. */
+function skillsService(h: Harness): SkillsService {
+  let service = services.get(h.gateway);
+  if (!service) {
+    service = createSkillsService({
+      store: h.internals.store,
+      clock: systemClock,
+      ids: createIdGenerator(systemClock),
+    });
+    services.set(h.gateway, service);
+  }
+  return service;
 }
 
-async function startApp(options: { fake?: FakeOpenAI; adminUsers?: string[] } = {}): Promise<SkillsApp> {
-  const harness = await startHarness({
-    ...(options.fake ? { fake: options.fake } : {}),
-    ...(options.adminUsers ? { config: { gateway: { auth: { admin_users: options.adminUsers } } } } : {}),
-  });
-  const store = harness.gateway.store;
-  const service = createSkillsService({ store, clock: systemClock, ids: createIdGenerator(systemClock) });
-  return Object.assign(harness, { service });
-}
+/** Config that makes `users` admin users (they may /approve and /deny in chat). */
+const adminUsers = (users: string[]) => ({ config: { gateway: { auth: { admin_users: users } } } });
 
 const SKILL_MD = [
   '---',
@@ -72,13 +76,7 @@ const SKILL_MD = [
 ].join('\n');
 
 describe('skills API', () => {
-  let app: SkillsApp;
-  beforeEach(async () => {
-    app = await startApp();
-  });
-  afterEach(async () => {
-    await app.close();
-  });
+  const app = useHarness();
 
   const admin = (method: InjectOptions['method'], url: string, payload?: unknown) =>
     app.inject({
@@ -106,7 +104,7 @@ describe('skills API', () => {
   };
   /** A staged revision of the active skill `name` (as the agent would propose it). */
   const stage = async (name: string, extra: Partial<{ description: string; instructions: string }> = {}) => {
-    const skill = await app.service.propose({
+    const skill = await skillsService(app).propose({
       name,
       description: extra.description ?? `Revised ${name}`,
       instructions: extra.instructions ?? `Revised steps of ${name}`,
@@ -378,7 +376,7 @@ describe('skills API', () => {
         payload: '[]',
       });
       expect(array.statusCode).toBe(400);
-      expect(await app.service.list()).toEqual([]);
+      expect(await skillsService(app).list()).toEqual([]);
     });
 
     it.each<[string, string, Array<{ path: string; message?: string | RegExp }>]>([
@@ -431,7 +429,7 @@ describe('skills API', () => {
         if (typeof want.message === 'string') expect(details[i]?.message).toBe(want.message);
         else if (want.message) expect(details[i]?.message).toMatch(want.message);
       });
-      expect(await app.service.list()).toEqual([]);
+      expect(await skillsService(app).list()).toEqual([]);
     });
 
     it('skill_md that is not a string is 400', async () => {
@@ -496,7 +494,7 @@ describe('skills API', () => {
         expect(viaQuery.statusCode, `${method} ${url}`).toBe(401);
       }
       expect((await read(id)).status).toBe('staged');
-      expect(await app.service.list()).toHaveLength(1);
+      expect(await skillsService(app).list()).toHaveLength(1);
     });
 
     it('reads take the api token and need one', async () => {
@@ -519,7 +517,7 @@ describe('skills API', () => {
     });
 
     it('every skills route declares its permission', () => {
-      const skillRoutesSeen = app.gateway.routes.filter((route) => route.path.startsWith('/skills'));
+      const skillRoutesSeen = app.internals.routes.filter((route) => route.path.startsWith('/skills'));
       expect(skillRoutesSeen.map((route) => `${route.method} ${route.path} ${route.permission}`).sort()).toEqual(
         [
           'DELETE /skills/:skill_id admin',
@@ -537,18 +535,10 @@ describe('skills API', () => {
 });
 
 describe('skills and the agent', () => {
-  let fake: FakeOpenAI;
-  let app: SkillsApp | undefined;
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await app?.close();
-    app = undefined;
-    await fake.close();
-  });
+  // Every model answer is scripted by its test; chat commands never reach the model.
+  const rig = useHarness({ fake: true, autoOpen: false });
 
-  const send = async (a: SkillsApp, text: string, userId = 'u1'): Promise<Waited> => {
+  const send = async (a: Harness, text: string, userId = 'u1'): Promise<Waited> => {
     const res = await a.inject({
       method: 'POST',
       url: '/api/v1/message',
@@ -562,14 +552,14 @@ describe('skills and the agent', () => {
     const first = body.messages?.[0];
     return first?.role === 'system' && typeof first.content === 'string' ? first.content : '';
   };
-  const skill = async (a: SkillsApp, id: string): Promise<SkillView> => {
+  const skill = async (a: Harness, id: string): Promise<SkillView> => {
     const res = await a.inject({ method: 'GET', url: `/api/v1/skills/${id}`, headers: apiHeaders });
     expect(res.statusCode).toBe(200);
     return res.json<SkillView>();
   };
 
   it('propose → staged revision → approve → old disabled → listed in the system message → load_skill counts', async () => {
-    app = await startApp({ fake });
+    const app = await rig.open();
     const created = await app.inject({
       method: 'POST',
       url: '/api/v1/skills',
@@ -580,7 +570,7 @@ describe('skills and the agent', () => {
     const v1 = created.json<SkillView>();
 
     // Turn 1: the model proposes a revision.
-    fake.enqueue(
+    rig.fake.enqueue(
       {
         tool_calls: [
           {
@@ -598,7 +588,7 @@ describe('skills and the agent', () => {
       name: 'propose_skill',
       result: { name: 'my-skill', status: 'staged', version: 2, evolved_from: v1.id },
     });
-    const turn1 = chatRequests(fake);
+    const turn1 = chatRequests(rig.fake);
     expect(turn1).toHaveLength(2);
     expect(systemText(turn1[0]!)).toContain('- my-skill: Original description');
     expect(turn1[0]!.tools?.map((t) => t.function.name)).toEqual(
@@ -618,14 +608,14 @@ describe('skills and the agent', () => {
     expect((await skill(app, v1.id)).status).toBe('disabled');
 
     // Turn 2: the system message lists the new version; the model loads it.
-    fake.enqueue({ tool_calls: [{ name: 'load_skill', arguments: { name: 'my-skill' } }] }, { content: 'Done.' });
+    rig.fake.enqueue({ tool_calls: [{ name: 'load_skill', arguments: { name: 'my-skill' } }] }, { content: 'Done.' });
     const second = await send(app, 'do the thing');
     expect(second.status).toBe('completed');
     expect(second.message.tool_calls[0]).toMatchObject({
       name: 'load_skill',
       result: { name: 'my-skill', version: 2, instructions: 'Improved steps' },
     });
-    const turn2 = chatRequests(fake).slice(2);
+    const turn2 = chatRequests(rig.fake).slice(2);
     expect(turn2).toHaveLength(2);
     const system = systemText(turn2[0]!);
     expect(system).toContain('load_skill');
@@ -641,22 +631,22 @@ describe('skills and the agent', () => {
   });
 
   it('a model loading a skill that is not active gets an error result, and nothing is counted', async () => {
-    app = await startApp({ fake });
-    const id = (await app.service.propose({ name: 'idea', description: 'd', instructions: 'i' })).id;
-    fake.enqueue({ tool_calls: [{ name: 'load_skill', arguments: { name: 'idea' } }] }, { content: 'ok' });
+    const app = await rig.open();
+    const id = (await skillsService(app).propose({ name: 'idea', description: 'd', instructions: 'i' })).id;
+    rig.fake.enqueue({ tool_calls: [{ name: 'load_skill', arguments: { name: 'idea' } }] }, { content: 'ok' });
     const waited = await send(app, 'use idea');
     expect(waited.message.tool_calls[0]?.result).toEqual({
       error: 'skill idea is not active: its latest version is staged (awaiting approval)',
     });
     // No active skills: nothing is added to the system message.
-    expect(chatRequests(fake).every((body) => !systemText(body).includes('Skills:'))).toBe(true);
+    expect(chatRequests(rig.fake).every((body) => !systemText(body).includes('Skills:'))).toBe(true);
     expect((await skill(app, id)).use_count).toBe(0);
   });
 
   it('/approve from an admin user approves the staged skill; from another user it is refused', async () => {
-    app = await startApp({ fake, adminUsers: ['api:boss'] });
-    const v1 = await app.service.create({ name: 'my-skill', description: 'd', instructions: 'v1' });
-    const v2 = await app.service.propose({ name: 'my-skill', description: 'd', instructions: 'v2' });
+    const app = await rig.open(adminUsers(['api:boss']));
+    const v1 = await skillsService(app).create({ name: 'my-skill', description: 'd', instructions: 'v1' });
+    const v2 = await skillsService(app).propose({ name: 'my-skill', description: 'd', instructions: 'v2' });
 
     // Loopback requests skip the identity check, but that does not make the sender an admin user.
     const refused = await send(app, '/approve my-skill', 'u1');
@@ -672,12 +662,12 @@ describe('skills and the agent', () => {
     expect((await skill(app, v2.id)).status).toBe('active');
     expect((await skill(app, v1.id)).status).toBe('disabled');
     // Commands do not call the model.
-    expect(chatRequests(fake)).toHaveLength(0);
+    expect(chatRequests(rig.fake)).toHaveLength(0);
   });
 
   it('/deny from an admin user disables the staged skill; unknown names get a helpful reply', async () => {
-    app = await startApp({ fake, adminUsers: ['boss'] });
-    const staged = await app.service.propose({ name: 'idea', description: 'd', instructions: 'i' });
+    const app = await rig.open(adminUsers(['boss']));
+    const staged = await skillsService(app).propose({ name: 'idea', description: 'd', instructions: 'i' });
     expect((await send(app, '/deny idea', 'u1')).response).toBe('Only admin users can deny skills; api:u1 is not one.');
     expect((await send(app, '/approve nothing', 'boss')).response).toBe(
       `No skill named nothing. Staged skills: idea (${staged.id}).`,

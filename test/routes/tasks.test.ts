@@ -1,6 +1,6 @@
 /**
  * Tasks API and task runner, in process against real SQLite and the fake
- * OpenAI server, through the gateway's own wiring (`gateway.tasks`).
+ * OpenAI server, through the gateway's own wiring (`internals(gateway).tasks`).
  * Changes are observed on the live feed (bus topic `tasks`).
  */
 import type { LightMyRequestResponse } from 'fastify';
@@ -14,13 +14,16 @@ import {
   type TaskView,
 } from '../../src/tasks/index.js';
 import {
+  chatRequests,
   contentText,
-  startFakeOpenAI,
-  type FakeOpenAI,
+  echoReply,
+  lastOfRole,
   type FakeReply,
   type FakeToolCall,
 } from '../helpers/fake-openai.js';
-import { adminHeaders, apiHeaders, chatRequests, ISO_MS, lastOfRole, startHarness } from './harness.js';
+import { adminHeaders, apiHeaders, useHarness, type HarnessHook, type HarnessHookOptions } from '../helpers/harness.js';
+import { internals } from '../helpers/internals.js';
+import { ISO_MS } from './builders.js';
 
 interface TasksEnv {
   gateway: Gateway;
@@ -38,27 +41,44 @@ interface TasksEnv {
   create(body: Record<string, unknown>): Promise<TaskView>;
   /** Resolves with the task once `predicate` holds (checked now and on every published change). */
   until(id: string, predicate: (task: TaskView) => boolean, timeoutMs?: number): Promise<TaskView>;
-  close(): Promise<void>;
+  /** Stops watching the live feed (the hook shuts the gateway down). */
+  close(): void;
 }
 
 interface EnvOptions {
-  fake?: FakeOpenAI;
   /** False: the runner is closed at once, so tasks stay where the API puts them. Default true. */
   runner?: boolean;
   maxConcurrent?: number;
 }
 
-async function openTasks(options: EnvOptions = {}): Promise<TasksEnv> {
-  const harness = await startHarness({
-    config: { tasks: { max_concurrent: options.maxConcurrent ?? 2 } },
-    ...(options.fake ? { fake: options.fake } : {}),
+/**
+ * A harness hook for the tasks tests: `open()` builds the gateway (tasks
+ * wired as gateway.ts wires them) and watches the live feed; the watch ends
+ * after each test, before the hook shuts the gateway down.
+ */
+function useTasks(options: HarnessHookOptions = {}): { rig: HarnessHook; open(env?: EnvOptions): Promise<TasksEnv> } {
+  const rig = useHarness({ ...options, autoOpen: false });
+  const watches: Array<() => void> = [];
+  afterEach(() => {
+    for (const stop of watches.splice(0)) stop();
   });
-  const { gateway } = harness;
-  const { service, runner } = gateway.tasks;
-  if (options.runner === false) await runner.close();
+  return {
+    rig,
+    async open(env = {}) {
+      const harness = await rig.open({ config: { tasks: { max_concurrent: env.maxConcurrent ?? 2 } } });
+      const tasks = await watchTasks(harness.gateway, env.runner ?? true);
+      watches.push(tasks.close);
+      return tasks;
+    },
+  };
+}
+
+async function watchTasks(gateway: Gateway, runnerOn: boolean): Promise<TasksEnv> {
+  const { service, runner } = internals(gateway).tasks;
+  if (!runnerOn) await runner.close();
   const events: TasksEnv['events'] = [];
   const watchers = new Set<(task: TaskView) => void>();
-  const unsubscribe = gateway.bus.subscribe(['tasks'], (message) => {
+  const unsubscribe = internals(gateway).bus.subscribe(['tasks'], (message) => {
     const task = message.data as TaskView;
     events.push({ event: message.event as TaskChangeEvent, task });
     for (const watch of [...watchers]) watch(task);
@@ -97,13 +117,7 @@ async function openTasks(options: EnvOptions = {}): Promise<TasksEnv> {
         service.get(id).then((task) => task && watch(presentTask(task)), reject);
       });
     },
-    async close() {
-      unsubscribe();
-      // As gateway.ts shuts down: stop claiming, let the turn path end its turns, then wait for the runs.
-      const runs = runner.close();
-      await harness.close();
-      await runs;
-    },
+    close: unsubscribe,
   };
 }
 
@@ -117,12 +131,10 @@ const detailPaths = (res: LightMyRequestResponse): string[] => {
 };
 
 describe('tasks API', () => {
+  const tasks = useTasks();
   let env: TasksEnv;
   beforeEach(async () => {
-    env = await openTasks({ runner: false });
-  });
-  afterEach(async () => {
-    await env.close();
+    env = await tasks.open({ runner: false });
   });
 
   describe('happy paths', () => {
@@ -511,18 +523,10 @@ describe('tasks API', () => {
 });
 
 describe('task runner', () => {
-  let fake: FakeOpenAI;
-  let env: TasksEnv | undefined;
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await env?.close();
-    env = undefined;
-    await fake.close();
-  });
+  // Turns a test does not script get the echo `fake: <text>`.
+  const { rig, open } = useTasks({ fake: { always: echoReply } });
 
-  const userTexts = () => chatRequests(fake).map((body) => lastOfRole(body, 'user'));
+  const userTexts = () => chatRequests(rig.fake).map((body) => lastOfRole(body, 'user'));
   /**
    * A reply script keyed on the user's text, so concurrent turns (a task
    * created mid-turn runs beside it) each get their own answers: for
@@ -533,13 +537,13 @@ describe('task runner', () => {
     (trigger: string, call: FakeToolCall, answer: string): FakeReply =>
     (body) => {
       const text = lastOfRole(body, 'user') ?? '';
-      if (text !== trigger) return { content: `fake: ${text}` };
+      if (text !== trigger) return echoReply;
       return (body.messages ?? []).some((m) => m.role === 'tool') ? { content: answer } : { tool_calls: [call] };
     };
   const ended = (t: TaskView) => t.status === 'completed' || t.status === 'failed' || t.status === 'cancelled';
 
   it('runs an agent task to completed with the provider’s answer', async () => {
-    env = await openTasks({ fake });
+    const env = await open();
     const task = await env.create({ title: 'Summarise the logs', description: 'Focus on errors.' });
     const done = await env.until(task.id, ended);
     expect(done).toMatchObject({
@@ -574,11 +578,11 @@ describe('task runner', () => {
   });
 
   it('runs the highest priority first, then the oldest, one at a time with max_concurrent 1', async () => {
-    env = await openTasks({ fake, maxConcurrent: 1 });
-    fake.enqueue({ hang: true });
+    const env = await open({ maxConcurrent: 1 });
+    rig.fake.enqueue({ hang: true });
     const blocker = await env.create({ title: 'blocker', priority: 10 });
     await env.until(blocker.id, (t) => t.status === 'running' && t.event_id !== null);
-    await vi.waitFor(() => expect(chatRequests(fake)).toHaveLength(1), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(chatRequests(rig.fake)).toHaveLength(1), { timeout: 5_000, interval: 10 });
     // Queued while the one slot is taken.
     const low = await env.create({ title: 'p2', priority: 2 });
     await env.create({ title: 'p9', priority: 9 });
@@ -604,7 +608,7 @@ describe('task runner', () => {
   });
 
   it('leaves a task assigned to a person alone', async () => {
-    env = await openTasks({ fake });
+    const env = await open();
     const human = await env.create({ title: 'Call the customer', assignee: 'alice', priority: 10 });
     const agent = await env.create({ title: 'Draft the notes', assignee: 'agent', priority: 0 });
     expect((await env.until(agent.id, ended)).status).toBe('completed');
@@ -613,8 +617,8 @@ describe('task runner', () => {
   });
 
   it('fails a task whose turn fails, with the error', async () => {
-    env = await openTasks({ fake });
-    fake.enqueue({ status: 400, body: { error: { message: 'bad model', type: 'invalid_request_error' } } });
+    const env = await open();
+    rig.fake.enqueue({ status: 400, body: { error: { message: 'bad model', type: 'invalid_request_error' } } });
     const task = await env.create({ title: 'Doomed' });
     const failed = await env.until(task.id, ended);
     expect(failed.status).toBe('failed');
@@ -624,26 +628,26 @@ describe('task runner', () => {
   });
 
   it('cancelling a running task interrupts its turn; the task stays cancelled', async () => {
-    env = await openTasks({ fake });
-    fake.enqueue({ hang: true });
+    const env = await open();
+    rig.fake.enqueue({ hang: true });
     const task = await env.create({ title: 'Never ends' });
     const running = await env.until(task.id, (t) => t.status === 'running' && t.event_id !== null);
-    await vi.waitFor(() => expect(chatRequests(fake)).toHaveLength(1), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(chatRequests(rig.fake)).toHaveLength(1), { timeout: 5_000, interval: 10 });
     const res = await env.inject('DELETE', `/api/v1/tasks/${task.id}`);
     expect(res.statusCode).toBe(200);
     expect(res.json<{ task: TaskView }>().task).toMatchObject({ id: task.id, status: 'cancelled' });
-    const turn = await env.gateway.messages.waiters.wait(running.event_id!, 5_000);
+    const turn = await internals(env.gateway).messages.waitFor(running.event_id!, 5_000);
     expect(turn).toMatchObject({ status: 'interrupted', terminationReason: 'task_cancelled' });
     // The run lets go of the task, which stays cancelled.
-    await vi.waitFor(() => expect(env!.runner.running()).toEqual([]), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(() => expect(env.runner.running()).toEqual([]), { timeout: 5_000, interval: 10 });
     expect(await env.service.get(task.id)).toMatchObject({ status: 'cancelled', error: null, result: null });
     expect(env.events.filter((e) => e.task.id === task.id).map((e) => e.event)).not.toContain('failed');
     expect((await env.inject('DELETE', `/api/v1/tasks/${task.id}`)).statusCode).toBe(400);
   });
 
   it('runs a task the agent created with task_create', async () => {
-    env = await openTasks({ fake });
-    fake.setDefault(
+    const env = await open();
+    rig.fake.always(
       toolThenAnswer(
         'Remind ops tomorrow',
         { name: 'task_create', arguments: { title: 'Follow up with ops', priority: 8, labels: ['ops'] } },
@@ -683,8 +687,8 @@ describe('task runner', () => {
   });
 
   it('nests a task created from a task’s own session under that task', async () => {
-    env = await openTasks({ fake });
-    fake.setDefault(toolThenAnswer('Big job', { name: 'task_create', arguments: { title: 'Sub-step' } }, 'split it'));
+    const env = await open();
+    rig.fake.always(toolThenAnswer('Big job', { name: 'task_create', arguments: { title: 'Sub-step' } }, 'split it'));
     const parent = await env.create({ title: 'Big job' });
     expect((await env.until(parent.id, ended)).result).toBe('split it');
     const [child] = await env.service.list({ parentTaskId: parent.id, limit: 10 });
@@ -693,8 +697,8 @@ describe('task runner', () => {
   });
 
   it('refuses invalid task_create arguments, reporting them to the model', async () => {
-    env = await openTasks({ fake });
-    fake.enqueue(
+    const env = await open();
+    rig.fake.enqueue(
       { tool_calls: [{ name: 'task_create', arguments: { title: '', priority: 'high' } }] },
       { content: 'could not create it' },
     );
@@ -705,7 +709,7 @@ describe('task runner', () => {
       payload: { platform: 'api', user_id: 'u1', chat_id: 'c2', text: 'make a task', wait: true },
     });
     expect(res.statusCode, res.body).toBe(200);
-    const toolMessage = chatRequests(fake)[1]!.messages!.find((m) => m.role === 'tool');
+    const toolMessage = chatRequests(rig.fake)[1]!.messages!.find((m) => m.role === 'tool');
     expect(contentText(toolMessage?.content)).toMatch(/title/);
     expect(contentText(toolMessage?.content)).toMatch(/priority/);
     expect(await env.service.list({ limit: 10 })).toEqual([]);

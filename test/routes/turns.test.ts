@@ -1,18 +1,10 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { AgentTool } from '../../src/runtime/tools.js';
-import { startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
-import {
-  adminHeaders,
-  apiHeaders,
-  deferred,
-  ISO_MS,
-  msg,
-  parseSse,
-  recordingTool,
-  startHarness,
-  type Harness,
-  type HarnessOptions,
-} from './harness.js';
+import { deferred } from '../helpers/deferred.js';
+import { echoReply } from '../helpers/fake-openai.js';
+import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { parseSse } from '../helpers/sse.js';
+import { ISO_MS, msg, recordingTool } from './builders.js';
 
 interface TurnView {
   event_id: string;
@@ -31,17 +23,8 @@ interface TurnView {
 const enc = encodeURIComponent;
 
 describe('turn ledger API', () => {
-  let fake: FakeOpenAI;
-  let current: Harness | undefined;
-  const open = async (options: HarnessOptions = {}) => (current = await startHarness({ fake, ...options }));
-  beforeEach(async () => {
-    fake = await startFakeOpenAI();
-  });
-  afterEach(async () => {
-    await current?.close();
-    current = undefined;
-    await fake.close();
-  });
+  // Model calls a test does not script get the echo `fake: <text>`.
+  const rig = useHarness({ fake: { always: echoReply }, autoOpen: false });
 
   const waited = async (h: Harness, text: string, chat = 'c1') => {
     const res = await h.message(msg(text, chat, { wait: true }));
@@ -53,7 +36,7 @@ describe('turn ledger API', () => {
 
   describe('happy', () => {
     it('GET /turns/{id} answers the record with every field, timestamps ISO with ms', async () => {
-      const h = await open();
+      const h = await rig.open();
       const eventId = await waited(h, 'hello');
       const res = await h.adminGet(`/api/v1/turns/${eventId}`);
       expect(res.statusCode).toBe(200);
@@ -92,14 +75,14 @@ describe('turn ledger API', () => {
     });
 
     it('GET /sessions/{key}/turns lists newest first; limit picks the newest; default 20', async () => {
-      const h = await open({ fake: undefined });
+      const h = await rig.open({ fake: undefined });
       const ids: string[] = [];
       for (let i = 0; i < 22; i++) {
         const res = await h.message(msg(`m${i}`, 'many'));
         expect(res.statusCode).toBe(202);
         ids.push(res.json<{ event_id: string }>().event_id);
       }
-      await h.gateway.messages.waiters.wait(ids.at(-1)!, 10_000);
+      await h.internals.messages.waitFor(ids.at(-1)!, 10_000);
       const url = `/api/v1/sessions/${enc('gateway:api:many')}/turns`;
       const all = (await h.adminGet(url)).json<{ items: TurnView[] }>();
       expect(Object.keys(all)).toEqual(['items']);
@@ -112,8 +95,8 @@ describe('turn ledger API', () => {
     });
 
     it('GET /turns/{id}/events replays a finished turn: ids 1..n, named events, ending with done', async () => {
-      const h = await open();
-      fake.enqueue({ content: 'abcdef', chunks: 3 });
+      const h = await rig.open();
+      rig.fake.enqueue({ content: 'abcdef', chunks: 3 });
       const eventId = await waited(h, 'go');
       const res = await events(h, eventId);
       expect(res.statusCode).toBe(200);
@@ -131,8 +114,8 @@ describe('turn ledger API', () => {
     });
 
     it('Last-Event-ID resumes after what was seen', async () => {
-      const h = await open();
-      fake.enqueue({ content: 'abcdef', chunks: 3 });
+      const h = await rig.open();
+      rig.fake.enqueue({ content: 'abcdef', chunks: 3 });
       const eventId = await waited(h, 'go');
       const res = await events(h, eventId, { 'last-event-id': '2' });
       const list = parseSse(res.body);
@@ -155,8 +138,8 @@ describe('turn ledger API', () => {
         await gate.promise;
         return { done: true };
       });
-      const h = await open({ tools: [tool] });
-      fake.enqueue({ tool_calls: [{ name: 'slow_step', arguments: {} }] }, { content: 'finished', chunks: 2 });
+      const h = await rig.open({ tools: [tool] });
+      rig.fake.enqueue({ tool_calls: [{ name: 'slow_step', arguments: {} }] }, { content: 'finished', chunks: 2 });
       const ack = await h.message(msg('work', 'live'));
       const eventId = ack.json<{ event_id: string }>().event_id;
       await entered.promise;
@@ -164,7 +147,7 @@ describe('turn ledger API', () => {
       expect(running).toMatchObject({ status: 'running', current_tool: 'slow_step', finished_at: null });
 
       const following = events(h, eventId);
-      await vi.waitFor(() => expect(h.gateway.messages.hub.listenerCount()).toBeGreaterThan(0));
+      await vi.waitFor(() => expect(h.internals.messages.listenerCount()).toBeGreaterThan(0));
       gate.resolve();
       const res = await following;
       const list = parseSse(res.body);
@@ -182,14 +165,14 @@ describe('turn ledger API', () => {
         await gate.promise;
         return 'ok';
       });
-      const h = await open({ tools: [tool] });
-      fake.enqueue({ tool_calls: [{ name: 'slow_step', arguments: {} }] }, { content: 'first done' });
+      const h = await rig.open({ tools: [tool] });
+      rig.fake.enqueue({ tool_calls: [{ name: 'slow_step', arguments: {} }] }, { content: 'first done' });
       expect((await h.message(msg('first', 'queue'))).statusCode).toBe(202);
       await entered.promise;
       const second = (await h.message(msg('second', 'queue'))).json<{ event_id: string }>().event_id;
       expect((await h.adminGet(`/api/v1/turns/${second}`)).json<TurnView>().status).toBe('accepted');
       const following = events(h, second);
-      await vi.waitFor(() => expect(h.gateway.messages.hub.listenerCount()).toBeGreaterThan(0));
+      await vi.waitFor(() => expect(h.internals.messages.listenerCount()).toBeGreaterThan(0));
       gate.resolve();
       const list = parseSse((await following).body);
       expect(list.map((e) => e.event)).toEqual(['status', 'delta', 'delta', 'delta', 'done']);
@@ -206,8 +189,8 @@ describe('turn ledger API', () => {
             ctx.signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
           }),
       };
-      const h = await open({ tools: [stuck] });
-      fake.enqueue({ tool_calls: [{ name: 'stuck', arguments: {} }] });
+      const h = await rig.open({ tools: [stuck] });
+      rig.fake.enqueue({ tool_calls: [{ name: 'stuck', arguments: {} }] });
       const running = await h.message(msg('first', 'restart', { wait: true, timeout_seconds: 1 }), {
         'Idempotency-Key': 'k-running',
       });
@@ -219,7 +202,7 @@ describe('turn ledger API', () => {
 
       await h.restart(0);
 
-      const done = await h.gateway.messages.waiters.wait(queued, 5_000);
+      const done = await h.internals.messages.waitFor(queued, 5_000);
       expect(done?.status).toBe('completed');
       expect(done?.response).toBe('fake: second');
       expect((await h.adminGet(`/api/v1/turns/${runningId}`)).json<TurnView>()).toMatchObject({
@@ -235,14 +218,14 @@ describe('turn ledger API', () => {
 
   describe('errors', () => {
     it.each(['0', '101', 'ten'])('GET /sessions/{key}/turns?limit=%s → 400', async (limit) => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.adminGet(`/api/v1/sessions/${enc('gateway:api:c1')}/turns?limit=${limit}`);
       expect(res.statusCode).toBe(400);
       expect(res.json<{ error: { code: string } }>().error.code).toBe('BAD_REQUEST');
     });
 
     it('an unknown turn → 404 on the record, its events, approve and deny', async () => {
-      const h = await open();
+      const h = await rig.open();
       const responses = [
         await h.adminGet('/api/v1/turns/evt_unknown'),
         await events(h, 'evt_unknown'),
@@ -256,14 +239,14 @@ describe('turn ledger API', () => {
     });
 
     it('an unknown session has no turns', async () => {
-      const h = await open();
+      const h = await rig.open();
       const res = await h.adminGet(`/api/v1/sessions/${enc('gateway:api:none')}/turns`);
       expect(res.statusCode).toBe(200);
       expect(res.json()).toEqual({ items: [] });
     });
 
     it('a malformed Last-Event-ID → 400', async () => {
-      const h = await open();
+      const h = await rig.open();
       const eventId = await waited(h, 'x');
       expect((await events(h, eventId, { 'last-event-id': 'abc' })).statusCode).toBe(400);
       expect((await events(h, eventId, { 'last-event-id': '-1' })).statusCode).toBe(400);
@@ -271,9 +254,9 @@ describe('turn ledger API', () => {
 
     // spec: both ledger reads return 503 when the ledger is unavailable.
     it('the ledger answers 503 when the store is unavailable', async () => {
-      const h = await open();
+      const h = await rig.open();
       const eventId = await waited(h, 'x');
-      await h.gateway.store.close();
+      await h.internals.store.close();
       const res = await h.adminGet(`/api/v1/turns/${eventId}`);
       expect(res.statusCode).toBe(503);
       expect(res.json<{ error: { code: string } }>().error.code).toBe('UNAVAILABLE');
@@ -284,7 +267,7 @@ describe('turn ledger API', () => {
 
   describe('security', () => {
     it('the ledger reads and approvals are admin: an api token → 403, none → 401', async () => {
-      const h = await open();
+      const h = await rig.open();
       const eventId = await waited(h, 'x');
       const urls = [
         { method: 'GET' as const, url: `/api/v1/turns/${eventId}` },
@@ -302,7 +285,7 @@ describe('turn ledger API', () => {
     });
 
     it('the events stream needs a token', async () => {
-      const h = await open();
+      const h = await rig.open();
       const eventId = await waited(h, 'x');
       const res = await h.inject({ method: 'GET', url: `/api/v1/turns/${eventId}/events` });
       expect(res.statusCode).toBe(401);

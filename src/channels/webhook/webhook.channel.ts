@@ -1,13 +1,14 @@
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../../config/config.schema.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../logs/logger.js';
-import type { Intake } from '../../turns/intake.js';
-import type { TurnWaiters } from '../../turns/turn-waiters.js';
+import type { Logger } from '../../logs/index.js';
+import type { MessagePath } from '../../turns/index.js';
 import type { Channel, ChannelStats } from '../channel.js';
-import type { IdentityCheck } from '../identity-check.js';
 import { PendingTurns } from './webhook.pending.js';
 import { buildWebhookServer, type WebhookServer } from './webhook.server.js';
+
+/** The webhook's own idempotency LRU size (DECISIONS §6: 2048), handed to the message path by `gateway.ts`. */
+export const WEBHOOK_IDEMPOTENCY_CACHE = 2048;
 
 /** What the webhook channel is built from (wired by `gateway.ts`). */
 export interface WebhookChannelOptions {
@@ -16,11 +17,8 @@ export interface WebhookChannelOptions {
   maxBodyBytes: number;
   clock: Clock;
   logger: Logger;
-  /** The webhook's own intake (its idempotency LRU holds 2048 entries). */
-  intake: Intake;
-  waiters: TurnWaiters;
-  /** Decides the sender (`webhook:<sender_id>`) by auth mode; throws ApiError 403. */
-  checkIdentity: IdentityCheck;
+  /** The message path's door (the sender `webhook:<sender_id>` is checked by auth mode there). */
+  messages: Pick<MessagePath, 'submit' | 'waitFor'>;
   /** Loopback exemption as for HTTP: peer address + Host header → trusted. */
   loopbackTrusted: (remoteAddress: string | undefined, hostHeader: string | undefined) => boolean;
   stats: ChannelStats;
@@ -64,7 +62,7 @@ export function createWebhookChannel(options: WebhookChannelOptions): WebhookCha
   const watchMs = Math.max(waitTimeoutMs, MIN_PENDING_WATCH_MS);
   const pending = new PendingTurns({
     limit: config.max_pending,
-    watch: (eventId, signal) => options.waiters.wait(eventId, watchMs, signal),
+    watch: (eventId, signal) => options.messages.waitFor(eventId, watchMs, signal),
     onWatchError: (err, eventId) =>
       log.warn(
         { event_id: eventId, err: err instanceof Error ? err.message : String(err) },
@@ -97,12 +95,9 @@ export function createWebhookChannel(options: WebhookChannelOptions): WebhookCha
           waitTimeoutMs,
           clock: options.clock,
           logger: log,
-          intake: options.intake,
-          waiters: options.waiters,
-          checkIdentity: options.checkIdentity,
+          messages: options.messages,
           loopbackTrusted: options.loopbackTrusted,
           pending,
-          maxPending: config.max_pending,
           onAccepted: () => options.stats.noteMessage(),
           isDraining: options.isDraining ?? (() => false),
         });

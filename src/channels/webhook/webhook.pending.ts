@@ -10,6 +10,12 @@
  * timed out (bounded), failed, or was aborted by `abortAll()`.
  */
 
+import { ApiError } from '../../http/errors.js';
+import type { Admission } from '../../turns/index.js';
+
+/** Seconds a client is told to wait (`Retry-After`) when the pending queue is full. */
+export const QUEUE_FULL_RETRY_AFTER_SECONDS = 5;
+
 /** Waits until a turn has an outcome (or gives up); settles either way. */
 export type TurnWatch = (eventId: string, signal: AbortSignal) => Promise<unknown>;
 
@@ -73,6 +79,28 @@ export class PendingTurns {
       },
       release: () => {
         settle();
+      },
+    };
+  }
+
+  /**
+   * This bound as the message path's admission (spec: Webhook channel rule
+   * 6): a slot per submission, else 429 with `Retry-After`. A retry of a
+   * turn still pending is answered (replayed), not refused: it adds nothing.
+   */
+  admission(): Admission {
+    return {
+      admit: (eventId) => {
+        const slot = this.reserve() ?? (eventId !== null && this.has(eventId) ? this.reserve({ force: true }) : null);
+        if (!slot) {
+          throw new ApiError(
+            'RATE_LIMITED',
+            'webhook queue is full; retry later',
+            { max_pending: this.options.limit, retry_after_seconds: QUEUE_FULL_RETRY_AFTER_SECONDS },
+            { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
+          );
+        }
+        return { hold: (id) => slot.track(id), release: () => slot.release() };
       },
     };
   }

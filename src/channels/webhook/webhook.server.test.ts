@@ -1,14 +1,21 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { errors, IdempotencyConflictError } from '../../http/errors.js';
+import {
+  contentFingerprint,
+  deriveEventId,
+  fingerprint,
+  resolveKey,
+  scopeId,
+  webhookScope,
+} from '../../idempotency/index.js';
 import { ManualClock } from '../../lib/clock.js';
-import { createLogger } from '../../logs/logger.js';
-import { StoreUnavailableError } from '../../store/errors.js';
-import type { SubmitInput, SubmitResult } from '../../turns/intake.js';
-import type { TurnRecord } from '../../turns/turns.repo.js';
-import type { IdentityCheck } from '../identity-check.js';
-import { PendingTurns } from './webhook.pending.js';
-import { buildWebhookServer, webhookScope, type WebhookServer } from './webhook.server.js';
-import { signXSignature } from './webhook.signature.js';
+import { createLogger } from '../../logs/index.js';
+import type { IdentityCheck } from '../../security/identity.js';
+import { StoreUnavailableError } from '../../store/index.js';
+import type { Inbound, Submitted, TurnRecord } from '../../turns/index.js';
+import { PendingTurns, QUEUE_FULL_RETRY_AFTER_SECONDS } from './webhook.pending.js';
+import { buildWebhookServer, type WebhookServer } from './webhook.server.js';
+import { signStandardWebhook, signXSignature } from './webhook.signature.js';
 
 const SECRET = 'unit-secret';
 
@@ -34,9 +41,19 @@ function turn(overrides: Partial<TurnRecord>): TurnRecord {
   };
 }
 
+/** What the identity check is asked for one message. */
+type IdentityQuestion = Parameters<IdentityCheck>[0];
+
 interface Harness {
   app: WebhookServer;
-  submitted: SubmitInput[];
+  clock: ManualClock;
+  pending: PendingTurns;
+  /** Every message the server handed to the message path. */
+  submitted: Inbound[];
+  /** The messages that passed the identity check and the admission (`max_pending`), in order. */
+  admitted: Inbound[];
+  /** What the identity check was asked, in order. */
+  identities: IdentityQuestion[];
   logs: string[];
   accepted: () => number;
 }
@@ -47,47 +64,97 @@ afterEach(async () => {
   current = null;
 });
 
-/** The webhook server over fakes: `submit` and `wait` answer as scripted; `submit` records its input. */
+/** The webhook scope's stored string of a message (what the message path keys it by). */
+const scopeOf = (inbound: Inbound): string => scopeId(webhookScope(inbound.userId, inbound.chatId));
+
+/** The key the message path resolves for a message (spec rules 1–2, the `webhook-id` fallback), or undefined. */
+const keyOf = (inbound: Inbound): string | undefined =>
+  inbound.idempotency ? resolveKey(inbound.idempotency) : undefined;
+
+/** The event id a keyed message derives (what its admission is asked with), or null without a key. */
+function derivedEventIdOf(inbound: Inbound): string | null {
+  const key = keyOf(inbound);
+  return key === undefined ? null : deriveEventId(scopeOf(inbound), key);
+}
+
+/** A new message, acknowledged or waited for as the request asks. */
+const acceptNew = async (inbound: Inbound): Promise<Submitted> => ({
+  eventId: 'evt_1',
+  sessionKey: inbound.sessionKey,
+  replay: false,
+  answer: inbound.wait ? 'result' : 'ack',
+});
+
+/**
+ * The webhook server over a fake message path. Its `submit` runs the steps
+ * the real one runs before the ledger — the identity check, the key rules,
+ * the admission (`max_pending`: a slot held by a new turn, given back by a
+ * replay or a failure) — then answers as `script.submit` says; `waitFor`
+ * answers as `script.wait` says.
+ */
 async function harness(
   script: {
-    submit?: (input: SubmitInput) => Promise<SubmitResult>;
+    submit?: (inbound: Inbound) => Promise<Submitted>;
     wait?: () => Promise<TurnRecord | null>;
     checkIdentity?: IdentityCheck;
     maxPending?: number;
     draining?: boolean;
   } = {},
 ): Promise<Harness> {
-  const submitted: SubmitInput[] = [];
+  const submitted: Inbound[] = [];
+  const admitted: Inbound[] = [];
+  const identities: IdentityQuestion[] = [];
   const logs: string[] = [];
   let accepted = 0;
-  const maxPending = script.maxPending ?? 10;
+  const clock = new ManualClock();
+  const pending = new PendingTurns({
+    limit: script.maxPending ?? 10,
+    watch: () => new Promise(() => undefined),
+    onWatchError: () => undefined,
+  });
+  const checkIdentity: IdentityCheck = script.checkIdentity ?? (async () => undefined);
+  const answer = script.submit ?? acceptNew;
   const app = buildWebhookServer({
     path: '/hook',
     secret: SECRET,
     maxBodyBytes: 1024,
     waitTimeoutMs: 1000,
-    clock: new ManualClock(),
+    clock,
     logger: createLogger({ level: 'debug', stdout: { write: (line) => void logs.push(line) } }),
-    intake: {
-      submit: async (input) => {
-        submitted.push(input);
-        return script.submit ? script.submit(input) : { replay: false, eventId: 'evt_1', sessionKey: input.sessionKey };
+    messages: {
+      submit: async (inbound) => {
+        submitted.push(inbound);
+        if (inbound.identity !== 'skip') {
+          const question: IdentityQuestion = {
+            platform: inbound.platform,
+            userId: inbound.userId,
+            loopbackTrusted: inbound.identity.loopbackTrusted,
+            ip: inbound.identity.ip,
+          };
+          identities.push(question);
+          await checkIdentity(question);
+        }
+        const slot = inbound.admission?.admit(derivedEventIdOf(inbound));
+        try {
+          admitted.push(inbound);
+          const result = await answer(inbound);
+          if (result.replay) slot?.release();
+          else slot?.hold(result.eventId);
+          return result;
+        } catch (err) {
+          slot?.release();
+          throw err;
+        }
       },
+      waitFor: script.wait ?? (async () => turn({})),
     },
-    waiters: { wait: script.wait ?? (async () => turn({})) },
-    checkIdentity: script.checkIdentity ?? (async () => undefined),
     loopbackTrusted: () => false,
-    pending: new PendingTurns({
-      limit: maxPending,
-      watch: () => new Promise(() => undefined),
-      onWatchError: () => undefined,
-    }),
-    maxPending,
+    pending,
     onAccepted: () => void accepted++,
     isDraining: () => script.draining ?? false,
   });
   await app.ready();
-  current = { app, submitted, logs, accepted: () => accepted };
+  current = { app, clock, pending, submitted, admitted, identities, logs, accepted: () => accepted };
   return current;
 }
 
@@ -111,16 +178,26 @@ describe('webhook server (in process, fakes)', () => {
     expect(res.json()).toEqual({ status: 'accepted', correlation_id: 'evt_1' });
     expect(h.submitted).toHaveLength(1);
     const input = h.submitted[0]!;
-    expect(input.sessionKey).toBe('gateway:webhook:c1');
-    expect(input.payload).toEqual({
+    expect(input).toEqual({
+      sessionKey: 'gateway:webhook:c1',
       text: 'hello',
       platform: 'webhook',
-      user_id: 'u1',
-      chat_id: 'c1',
+      userId: 'u1',
+      chatId: 'c1',
       channel: 'webhook',
       source: 'webhook',
+      principal: null,
+      identity: { ip: expect.any(String), loopbackTrusted: false },
+      idempotency: { scope: 'webhook', headers: expect.any(Object), field: 'k1', fallback: null },
+      wait: false,
+      admission: expect.any(Object),
     });
-    expect(input.idempotency).toMatchObject({ scope: webhookScope('u1', 'c1'), key: 'k1', wait: false });
+    // What the message path derives from it: the key, the sender + chat scope, the webhook fingerprint.
+    expect(keyOf(input)).toBe('k1');
+    expect(scopeOf(input)).toBe('webhook|["u1","c1"]');
+    expect(contentFingerprint(input.idempotency!.scope, input)).toBe(
+      fingerprint({ sender_id: 'u1', chat_id: 'c1', text: 'hello' }),
+    );
     expect(h.accepted()).toBe(1);
   });
 
@@ -128,13 +205,60 @@ describe('webhook server (in process, fakes)', () => {
     const h = await harness();
     await post(h.app, { ...message, idempotency_key: 'k1' });
     await post(h.app, { ...message, wait: true }, { 'x-idempotency-key': 'k1' });
-    expect(h.submitted[0]!.idempotency!.fingerprint).toBe(h.submitted[1]!.idempotency!.fingerprint);
+    const [body, header] = h.submitted;
+    expect(body!.idempotency).toMatchObject({ scope: 'webhook', field: 'k1' });
+    expect(header!.idempotency).toMatchObject({ scope: 'webhook', headers: { 'x-idempotency-key': 'k1' } });
+    expect(header!.idempotency!.field).toBeUndefined();
+    expect([body!.wait, header!.wait]).toEqual([false, true]);
+    expect([keyOf(body!), keyOf(header!)]).toEqual(['k1', 'k1']);
+    expect(scopeOf(header!)).toBe(scopeOf(body!));
+    const printOf = (inbound: Inbound) => contentFingerprint(inbound.idempotency!.scope, inbound);
+    expect(printOf(header!)).toBe(printOf(body!));
     await post(h.app, { ...message, text: 'changed', idempotency_key: 'k1' });
-    expect(h.submitted[2]!.idempotency!.fingerprint).not.toBe(h.submitted[0]!.idempotency!.fingerprint);
+    expect(printOf(h.submitted[2]!)).not.toBe(printOf(body!));
   });
 
-  it('scopes keys unambiguously by sender and chat', () => {
-    expect(webhookScope('a|b', 'c')).not.toBe(webhookScope('a', 'b|c'));
+  it('scopes keys unambiguously by sender and chat', async () => {
+    const h = await harness();
+    await post(h.app, { sender_id: 'a|b', chat_id: 'c', text: 'x', idempotency_key: 'k' });
+    await post(h.app, { sender_id: 'a', chat_id: 'b|c', text: 'x', idempotency_key: 'k' });
+    const [first, second] = h.submitted;
+    expect([first!.userId, first!.chatId]).toEqual(['a|b', 'c']);
+    expect([second!.userId, second!.chatId]).toEqual(['a', 'b|c']);
+    expect(scopeOf(first!)).not.toBe(scopeOf(second!));
+    expect(derivedEventIdOf(first!)).not.toBe(derivedEventIdOf(second!));
+  });
+
+  it('hands over the Standard Webhooks webhook-id as the key of last resort', async () => {
+    const h = await harness();
+    const standard = (body: Record<string, unknown>) => {
+      const payload = JSON.stringify(body);
+      const seconds = Math.floor(h.clock.now() / 1000);
+      return h.app.inject({
+        method: 'POST',
+        url: '/hook',
+        headers: {
+          'content-type': 'application/json',
+          'webhook-id': 'msg_1',
+          'webhook-timestamp': String(seconds),
+          'webhook-signature': signStandardWebhook(SECRET, 'msg_1', seconds, payload),
+        },
+        payload,
+      });
+    };
+    expect((await standard(message)).statusCode).toBe(202);
+    expect((await standard({ ...message, idempotency_key: 'k1' })).statusCode).toBe(202);
+    const [fallback, explicit] = h.submitted;
+    expect(fallback!.idempotency).toMatchObject({
+      scope: 'webhook',
+      fallback: { value: 'msg_1', where: 'webhook-id' },
+    });
+    expect(keyOf(fallback!)).toBe('msg_1');
+    expect(keyOf(explicit!)).toBe('k1');
+    // Signed with X-Signature only: no webhook-id is handed over, the message carries no key.
+    await post(h.app, message, { 'webhook-id': 'msg_2' });
+    expect(h.submitted[2]!.idempotency!.fallback).toBeNull();
+    expect(keyOf(h.submitted[2]!)).toBeUndefined();
   });
 
   it('answers a store outage 503 in the envelope', async () => {
@@ -167,7 +291,7 @@ describe('webhook server (in process, fakes)', () => {
     expect(res.json()).toEqual({ error: 'idempotency key reused with different content' });
   });
 
-  it('passes intake ApiErrors through (e.g. 503 queue full)', async () => {
+  it('passes the message path ApiErrors through (e.g. 503 queue full)', async () => {
     const h = await harness({ submit: () => Promise.reject(errors.unavailable('too many messages queued')) });
     const res = await post(h.app, message);
     expect(res.statusCode).toBe(503);
@@ -211,11 +335,12 @@ describe('webhook server (in process, fakes)', () => {
   it('makes a replay of a waited original wait, and does not count a replay as accepted', async () => {
     let waited = 0;
     const h = await harness({
-      submit: async (input) => ({
-        replay: true,
+      // The message path answers a retry of a waited original with its result (spec rules 5–6).
+      submit: async (inbound) => ({
         eventId: 'evt_orig',
-        sessionKey: input.sessionKey,
-        originalWait: true,
+        sessionKey: inbound.sessionKey,
+        replay: true,
+        answer: 'result',
       }),
       wait: async () => {
         waited++;
@@ -223,6 +348,7 @@ describe('webhook server (in process, fakes)', () => {
       },
     });
     const res = await post(h.app, { ...message, idempotency_key: 'k' });
+    expect(h.submitted[0]!.wait).toBe(false);
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({ correlation_id: 'evt_orig', response: 'original' });
     expect(waited).toBe(1);
@@ -235,11 +361,40 @@ describe('webhook server (in process, fakes)', () => {
     const res = await post(h.app, message);
     expect(res.statusCode).toBe(429);
     expect(res.headers['retry-after']).toBe('5');
-    expect(res.json()).toMatchObject({ error: { code: 'RATE_LIMITED', details: { max_pending: 1 } } });
-    expect(h.submitted).toHaveLength(1);
+    expect(QUEUE_FULL_RETRY_AFTER_SECONDS).toBe(5);
+    expect(res.json()).toMatchObject({
+      error: { code: 'RATE_LIMITED', details: { max_pending: 1, retry_after_seconds: 5 } },
+    });
+    expect(h.submitted).toHaveLength(2);
+    expect(h.admitted).toHaveLength(1);
+    expect(h.pending.inUse).toBe(1);
   });
 
-  it('answers 403 from the identity check before anything is submitted', async () => {
+  it('lets a retry of a turn still pending through a full queue (a replay adds nothing)', async () => {
+    const originals = new Map<string, string>();
+    const h = await harness({
+      maxPending: 1,
+      // Keyed messages as the message path answers them: the derived event id, a replay for a known key.
+      submit: async (inbound) => {
+        const eventId = derivedEventIdOf(inbound)!;
+        const replay = originals.has(eventId);
+        originals.set(eventId, eventId);
+        return { eventId, sessionKey: inbound.sessionKey, replay, answer: 'ack' };
+      },
+    });
+    const first = await post(h.app, { ...message, idempotency_key: 'k1' });
+    expect(first.statusCode).toBe(202);
+    const retry = await post(h.app, { ...message, idempotency_key: 'k1' });
+    expect(retry.statusCode).toBe(202);
+    expect(retry.json()).toEqual(first.json());
+    expect(h.accepted()).toBe(1);
+    expect(h.pending.inUse).toBe(1);
+    const other = await post(h.app, { ...message, idempotency_key: 'k2' });
+    expect(other.statusCode).toBe(429);
+    expect(h.admitted).toHaveLength(2);
+  });
+
+  it('answers 403 from the identity check before a slot is taken or anything is accepted', async () => {
     const h = await harness({
       checkIdentity: async ({ platform, userId }) => {
         throw errors.forbidden(`user ${platform}:${userId} is not authorised`);
@@ -248,7 +403,9 @@ describe('webhook server (in process, fakes)', () => {
     const res = await post(h.app, message);
     expect(res.statusCode).toBe(403);
     expect(res.json()).toMatchObject({ error: { code: 'FORBIDDEN', message: 'user webhook:u1 is not authorised' } });
-    expect(h.submitted).toHaveLength(0);
+    expect(h.identities).toEqual([{ platform: 'webhook', userId: 'u1', loopbackTrusted: false, ip: '127.0.0.1' }]);
+    expect(h.admitted).toHaveLength(0);
+    expect(h.pending.inUse).toBe(0);
   });
 
   it('checks the signature before parsing: an unsigned invalid body is 401, a signed one 400', async () => {
@@ -258,6 +415,7 @@ describe('webhook server (in process, fakes)', () => {
     const signed = await post(h.app, '{nope');
     expect(signed.statusCode).toBe(400);
     expect(signed.json()).toMatchObject({ error: { code: 'BAD_REQUEST', message: 'invalid JSON body' } });
+    expect(h.submitted).toHaveLength(0);
   });
 
   it('answers 503 while the gateway drains, health included', async () => {

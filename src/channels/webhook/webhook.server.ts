@@ -1,25 +1,15 @@
-import Fastify, { LogController, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
-import { ApiError, errorEnvelope, errors, IdempotencyConflictError } from '../../http/errors.js';
+import Fastify, { LogController, type FastifyReply } from 'fastify';
+import { ApiError, errorEnvelope, errorResponse, errors } from '../../http/errors.js';
 import { requestIdFor } from '../../http/request-id.js';
-import { deriveEventId, fingerprint, resolveKey, validateKey } from '../../idempotency/idempotency.service.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../logs/logger.js';
-import { StoreUnavailableError } from '../../store/errors.js';
-import type { Intake } from '../../turns/intake.js';
-import { sessionKeyFor } from '../../turns/message-submit.js';
-import type { TurnWaiters } from '../../turns/turn-waiters.js';
-import { turnError } from '../../turns/turns.presenter.js';
-import type { TurnRecord } from '../../turns/turns.repo.js';
-import type { IdentityCheck } from '../identity-check.js';
+import type { Logger } from '../../logs/index.js';
+import { outcomeApiError, outcomeTimeout, sessionKeyFor, type MessagePath } from '../../turns/index.js';
 import type { PendingTurns } from './webhook.pending.js';
-import { parseWebhookBody, type WebhookMessage } from './webhook.schema.js';
+import { parseWebhookBody } from './webhook.schema.js';
 import { verifyWebhookSignature } from './webhook.signature.js';
 
 /** The platform (and channel) name of webhook messages: identity `webhook:<sender_id>`, sessions `gateway:webhook:…`. */
 export const WEBHOOK_PLATFORM = 'webhook';
-
-/** Seconds a client is told to wait (`Retry-After`) when the pending queue is full. */
-export const QUEUE_FULL_RETRY_AFTER_SECONDS = 5;
 
 /** What the webhook server uses; everything it does not own is handed in. */
 export interface WebhookServerDeps {
@@ -33,53 +23,15 @@ export interface WebhookServerDeps {
   waitTimeoutMs: number;
   clock: Clock;
   logger: Logger;
-  intake: Pick<Intake, 'submit'>;
-  waiters: Pick<TurnWaiters, 'wait'>;
-  checkIdentity: IdentityCheck;
+  /** The message path's door. */
+  messages: Pick<MessagePath, 'submit' | 'waitFor'>;
   loopbackTrusted: (remoteAddress: string | undefined, hostHeader: string | undefined) => boolean;
+  /** The `max_pending` bound (the message path's admission for webhook turns). */
   pending: PendingTurns;
-  /** `max_pending`, for the 429 details. */
-  maxPending: number;
   /** Called once per newly accepted message (channel stats). */
   onAccepted: () => void;
   /** True once shutdown began: every request answers 503 (DECISIONS §12). */
   isDraining: () => boolean;
-}
-
-/** The idempotency scope of a webhook key: sender + chat (spec: scope table), unambiguous for any ids. */
-export function webhookScope(senderId: string, chatId: string): string {
-  return `${WEBHOOK_PLATFORM}|${JSON.stringify([senderId, chatId])}`;
-}
-
-/** The answer for anything thrown: the API's envelope and mapping (DECISIONS §3), the 409 exception included. */
-function toResponse(
-  error: unknown,
-  requestId: string,
-  maxBodyBytes: number,
-  log: Logger,
-): { status: number; body: unknown; headers: Record<string, string> } {
-  if (error instanceof ApiError) {
-    return { status: error.status, body: errorEnvelope(error, requestId), headers: error.headers };
-  }
-  if (error instanceof IdempotencyConflictError) {
-    // spec: idempotent retries, rule 4 — the one body outside the envelope.
-    return { status: 409, body: { error: error.message }, headers: {} };
-  }
-  if (error instanceof StoreUnavailableError) {
-    // spec rule 7: idempotency/durable storage unavailable → fail closed with 503.
-    log.warn({ err: error.message, request_id: requestId }, 'store unavailable');
-    return { status: 503, body: errorEnvelope(errors.unavailable('storage unavailable'), requestId), headers: {} };
-  }
-  const fastifyError = error as Partial<FastifyError>;
-  const status = typeof fastifyError.statusCode === 'number' ? fastifyError.statusCode : 500;
-  if (status === 413) {
-    return { status, body: errorEnvelope(errors.payloadTooLarge(maxBodyBytes), requestId), headers: {} };
-  }
-  if (status >= 400 && status < 500) {
-    return { status: 400, body: errorEnvelope(errors.badRequest('bad request'), requestId), headers: {} };
-  }
-  log.error({ err: error, request_id: requestId }, 'unhandled error');
-  return { status: 500, body: errorEnvelope(errors.internal(), requestId), headers: {} };
 }
 
 /** Aborts when the client goes away before its answer was written (a waiting request stops waiting). */
@@ -91,18 +43,6 @@ function clientGone(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-/** The answer of a waited request once its turn has an outcome: 200, or the failed turn's envelope. */
-function waitedAnswer(turn: TurnRecord, correlationId: string): { correlation_id: string; response: string | null } {
-  if (turn.status === 'failed') {
-    const error = turnError(turn);
-    if (error?.code === 'UPSTREAM_ERROR') {
-      throw errors.upstream(error.message, { correlation_id: correlationId });
-    }
-    throw new ApiError('INTERNAL_ERROR', 'the turn failed', { correlation_id: correlationId });
-  }
-  return { correlation_id: correlationId, response: turn.response };
-}
-
 /** `/webhook/` and `/webhook` name one endpoint; the health path hangs below it. */
 function trimSlash(path: string): string {
   return path.length > 1 && path.endsWith('/') ? path.slice(0, -1) : path;
@@ -111,10 +51,12 @@ function trimSlash(path: string): string {
 /**
  * Builds the webhook's own Fastify app (not listening; spec: Webhook channel,
  * DECISIONS §7). `POST {path}`: raw body (any content type, capped) →
- * signature over the raw bytes → JSON → fields → identity → idempotency key →
- * pending slot → intake → 202 ack, or with `wait` the outcome (200 / 502 /
- * 504). `GET {path}/health` → `{status: "ok"}`. Every answer carries
- * `X-Request-Id`; errors use the API's envelope.
+ * signature over the raw bytes → JSON → fields → the message path's door
+ * (identity `webhook:<sender_id>`, key rules with the `webhook-id`
+ * fallback, the `max_pending` admission, idempotency, ledger) → 202 ack, or
+ * with `wait` the outcome (200 / 502 / 504). `GET {path}/health` →
+ * `{status: "ok"}`. Every answer carries `X-Request-Id`; errors use the
+ * API's envelope.
  */
 export function buildWebhookServer(deps: WebhookServerDeps) {
   const log = deps.logger;
@@ -141,7 +83,7 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
   });
 
   app.setErrorHandler((error, request, reply) => {
-    const response = toResponse(error, request.id, deps.maxBodyBytes, log);
+    const response = errorResponse(error, request.id, log, { maxBodyBytes: deps.maxBodyBytes });
     void reply.code(response.status).headers(response.headers).send(response.body);
   });
 
@@ -173,90 +115,42 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
       throw errors.unauthorized('missing or invalid webhook signature');
     }
     const message = parseWebhookBody(raw);
-    await deps.checkIdentity({
+    const submitted = await deps.messages.submit({
+      sessionKey: sessionKeyFor(WEBHOOK_PLATFORM, message.chatId),
+      text: message.text,
       platform: WEBHOOK_PLATFORM,
       userId: message.senderId,
-      loopbackTrusted: deps.loopbackTrusted(request.socket.remoteAddress, request.headers.host),
-      ip: request.socket.remoteAddress ?? '',
+      chatId: message.chatId,
+      channel: WEBHOOK_PLATFORM,
+      source: WEBHOOK_PLATFORM,
+      principal: null,
+      identity: {
+        ip: request.socket.remoteAddress ?? '',
+        loopbackTrusted: deps.loopbackTrusted(request.socket.remoteAddress, request.headers.host),
+      },
+      // spec rule 2: header and body keys must agree; the Standard Webhooks id is the key of last resort.
+      idempotency: {
+        scope: 'webhook',
+        headers: request.headers,
+        field: message.idempotencyKey,
+        fallback: verdict.webhookId !== null ? { value: verdict.webhookId, where: 'webhook-id' } : null,
+      },
+      wait: message.wait,
+      admission: deps.pending.admission(),
     });
-    return submit(request, reply, message, verdict.webhookId);
-  });
-
-  async function submit(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    message: WebhookMessage,
-    webhookId: string | null,
-  ): Promise<FastifyReply> {
-    // spec rule 2: header and body keys must agree; the Standard Webhooks id is the key of last resort.
-    let key = resolveKey(request.headers, message.idempotencyKey);
-    if (key === undefined && webhookId !== null) key = validateKey(webhookId, 'webhook-id');
-
-    const scope = webhookScope(message.senderId, message.chatId);
-    // A retry of a turn still pending is answered (replayed), not refused: it adds nothing to the queue.
-    const reservation =
-      deps.pending.reserve() ??
-      (key !== undefined && deps.pending.has(deriveEventId(scope, key)) ? deps.pending.reserve({ force: true }) : null);
-    if (!reservation) {
-      // spec: Webhook channel rule 6.
-      throw new ApiError(
-        'RATE_LIMITED',
-        'webhook queue is full; retry later',
-        { max_pending: deps.maxPending, retry_after_seconds: QUEUE_FULL_RETRY_AFTER_SECONDS },
-        { 'retry-after': String(QUEUE_FULL_RETRY_AFTER_SECONDS) },
-      );
-    }
-    const sessionKey = sessionKeyFor(WEBHOOK_PLATFORM, message.chatId);
-    let result: Awaited<ReturnType<Intake['submit']>>;
-    try {
-      result = await deps.intake.submit({
-        sessionKey,
-        payload: {
-          text: message.text,
-          platform: WEBHOOK_PLATFORM,
-          user_id: message.senderId,
-          chat_id: message.chatId,
-          channel: WEBHOOK_PLATFORM,
-          source: WEBHOOK_PLATFORM,
-        },
-        ...(key !== undefined
-          ? {
-              idempotency: {
-                scope,
-                key,
-                // DECISIONS §6: `wait` and where the key travelled are not content.
-                fingerprint: fingerprint({ sender_id: message.senderId, chat_id: message.chatId, text: message.text }),
-                wait: message.wait,
-              },
-            }
-          : {}),
-      });
-    } catch (err) {
-      reservation.release();
-      throw err;
-    }
-    if (result.replay) {
-      reservation.release(); // spec rule 3: a replay creates nothing and is not counted again
-    } else {
-      reservation.track(result.eventId);
-      deps.onAccepted();
-    }
+    if (!submitted.replay) deps.onAccepted();
 
     // The event id correlates the reply, so a replay answers with the original correlation_id.
-    const correlationId = result.eventId;
-    // spec rules 5–6: a retry of a waited request waits for the same result.
-    const wait = message.wait || (result.replay && result.originalWait);
-    if (!wait) return reply.code(202).send({ status: 'accepted', correlation_id: correlationId });
+    const correlationId = submitted.eventId;
+    if (submitted.answer === 'ack') return reply.code(202).send({ status: 'accepted', correlation_id: correlationId });
 
-    const turn = await deps.waiters.wait(correlationId, deps.waitTimeoutMs, clientGone(reply));
-    if (!turn) {
-      // spec: Webhook channel rule 7; the turn goes on and a retry with the same key gets the late result.
-      throw errors.timeout('timed out waiting for the reply; retry with the same idempotency key for the result', {
-        correlation_id: correlationId,
-      });
-    }
-    return reply.code(200).send(waitedAnswer(turn, correlationId));
-  }
+    const turn = await deps.messages.waitFor(correlationId, deps.waitTimeoutMs, clientGone(reply));
+    // spec: Webhook channel rule 7; the turn goes on and a retry with the same key gets the late result.
+    if (!turn) throw outcomeTimeout({ correlation_id: correlationId }, 'the reply');
+    const failed = outcomeApiError(turn, { correlation_id: correlationId });
+    if (failed) throw failed;
+    return reply.code(200).send({ correlation_id: correlationId, response: turn.response });
+  });
 
   return app;
 }

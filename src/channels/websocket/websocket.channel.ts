@@ -2,23 +2,19 @@ import websocketPlugin from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
 import type { RawData, WebSocket } from 'ws';
 import type { Config } from '../../config/config.schema.js';
-import type { EventBus } from '../../events/event-bus.js';
+import type { EventBus } from '../../events/index.js';
 import { errors } from '../../http/errors.js';
 import type { Guard, GuardRequest } from '../../http/guard.js';
 import type { HttpApp } from '../../http/server.js';
 import { API_ALIAS_PREFIX } from '../../http/server.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../logs/logger.js';
+import type { Logger } from '../../logs/index.js';
 import type { AuditLog } from '../../security/audit.js';
 import { createWindowCounter, type RateLimiter } from '../../security/rate-limit.js';
 import { extractToken } from '../../security/tokens.js';
-import type { Intake } from '../../turns/intake.js';
-import { submitMessage } from '../../turns/message-submit.js';
-import type { TurnEventHub } from '../../turns/turn-events.js';
-import type { TurnRunner } from '../../turns/turn-runner.js';
-import type { TurnWaiters } from '../../turns/turn-waiters.js';
+import type { IdentityCheck } from '../../security/identity.js';
+import type { MessagePath } from '../../turns/index.js';
 import type { Channel, ChannelStats } from '../channel.js';
-import type { IdentityCheck } from '../identity-check.js';
 import {
   DEFAULT_WEBSOCKET_LIMITS,
   WebSocketConnection,
@@ -32,17 +28,14 @@ export { DEFAULT_WEBSOCKET_LIMITS, type WebSocketLimits } from './websocket.conn
 
 /** What the channel is built from (wired by `gateway.ts`). */
 export interface WebSocketChannelOptions {
-  /** The API server; the WebSocket route is registered on it before it is ready. */
-  app: HttpApp;
   config: Config;
   guard: Guard;
   rateLimiter: RateLimiter;
   audit: AuditLog;
-  intake: Intake;
-  waiters: TurnWaiters;
-  hub: TurnEventHub;
-  runner: TurnRunner;
+  /** The message path's door: messages, following their turns, interrupts. */
+  messages: Pick<MessagePath, 'submit' | 'follow' | 'interrupt'>;
   bus: EventBus;
+  /** The auth-mode identity check at authentication (each message is checked again by the message path). */
   checkIdentity: IdentityCheck;
   stats: ChannelStats;
   clock: Clock;
@@ -53,6 +46,8 @@ export interface WebSocketChannelOptions {
 
 /** The WebSocket channel at `{api_prefix}/ws` and `/ws` (DECISIONS §8). */
 export interface WebSocketChannel extends Channel {
+  /** Registers `@fastify/websocket` and the WebSocket route on the API server (before it is ready). */
+  register(app: HttpApp): Promise<void>;
   /** Open, authenticated connections. */
   clientCount(): number;
   /** The bounds in force. */
@@ -90,9 +85,9 @@ function queryValue(params: URLSearchParams, name: string): string | undefined {
 }
 
 /**
- * Registers `@fastify/websocket` and the WebSocket route on the app (it must
- * not be ready yet) and returns the channel, which accepts upgrades once
- * started.
+ * Builds the WebSocket channel; `register(app)` adds `@fastify/websocket`
+ * and the route to the API server (before it is ready), and the channel
+ * accepts upgrades once started.
  *
  * Before an upgrade completes the browser rules apply (DECISIONS §4, §8): a
  * cross-site Origin — and, under profile `extended`, a Host outside the Host
@@ -103,8 +98,8 @@ function queryValue(params: URLSearchParams, name: string): string | undefined {
  * stopped (disabled) channel answers 503. Frames are capped at
  * `gateway.max_body_bytes` (larger: close 1009).
  */
-export async function createWebSocketChannel(options: WebSocketChannelOptions): Promise<WebSocketChannel> {
-  const { app, config, guard, audit, bus, hub, runner, waiters, intake, stats } = options;
+export function createWebSocketChannel(options: WebSocketChannelOptions): WebSocketChannel {
+  const { config, guard, audit, bus, messages, stats } = options;
   const log = options.logger.child({ source: 'websocket' });
   const profile = config.security.profile;
   const replyTimeoutMs = Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000;
@@ -117,15 +112,6 @@ export async function createWebSocketChannel(options: WebSocketChannelOptions): 
   let heartbeat: NodeJS.Timeout | undefined;
   /** Authenticated connections: `clientCount()`. */
   const clients = new Set<WebSocketConnection>();
-
-  await app.register(websocketPlugin, {
-    options: { maxPayload: config.gateway.max_body_bytes },
-    errorHandler: (error, socket) => {
-      // Protocol errors (oversized or invalid frames) are closed by `ws` itself with the right code.
-      log.warn({ err: error.message }, 'websocket error');
-      if (socket.readyState === socket.OPEN) socket.close(CLOSE_CODES.INTERNAL_ERROR, 'error');
-    },
-  });
 
   const admit = async (request: FastifyRequest): Promise<void> => {
     if (!up) throw errors.unavailable('the websocket channel is disabled');
@@ -166,18 +152,22 @@ export async function createWebSocketChannel(options: WebSocketChannelOptions): 
         options.checkIdentity({ platform: identity.platform, userId: identity.user_id, loopbackTrusted, ip }),
       rateLimit: (fingerprint) => options.rateLimiter.hit(fingerprint, 'write'),
       submit: (input) =>
-        submitMessage(intake, {
-          principal: input.principal,
-          payload: input.payload,
+        messages.submit({
           sessionKey: input.sessionKey,
-          headers: {},
-          bodyKey: input.idempotencyKey,
+          text: input.text,
+          platform: input.identity.platform,
+          userId: input.identity.user_id,
+          chatId: input.identity.chat_id,
+          channel: input.identity.platform,
+          source: 'websocket',
+          principal: input.principal,
+          identity: { ip, loopbackTrusted },
+          idempotency: { scope: 'principal', field: input.idempotencyKey },
           // The client follows the turn to its end: a retry (over any transport) gets the final result too.
           wait: true,
         }),
-      hub,
-      waitOutcome: (eventId, timeoutMs, signal) => waiters.wait(eventId, timeoutMs, signal),
-      interrupt: (eventId) => runner.interrupt(eventId, 'interrupted'),
+      follow: (eventId, followOptions) => messages.follow(eventId, followOptions),
+      interrupt: (eventId) => messages.interrupt(eventId, 'interrupted'),
       bus,
       noteMessage: () => stats.noteMessage(),
       logger: log,
@@ -224,13 +214,22 @@ export async function createWebSocketChannel(options: WebSocketChannelOptions): 
     }
   };
 
-  const paths = [...new Set([`${config.gateway.api_prefix}/ws`, `${API_ALIAS_PREFIX}/ws`, '/ws'])];
-  for (const url of paths) {
-    app.route({ method: 'GET', url, websocket: true, onRequest: admit, handler: accept });
-  }
-
   return {
     name: 'websocket',
+    async register(app) {
+      await app.register(websocketPlugin, {
+        options: { maxPayload: config.gateway.max_body_bytes },
+        errorHandler: (error, socket) => {
+          // Protocol errors (oversized or invalid frames) are closed by `ws` itself with the right code.
+          log.warn({ err: error.message }, 'websocket error');
+          if (socket.readyState === socket.OPEN) socket.close(CLOSE_CODES.INTERNAL_ERROR, 'error');
+        },
+      });
+      const paths = [...new Set([`${config.gateway.api_prefix}/ws`, `${API_ALIAS_PREFIX}/ws`, '/ws'])];
+      for (const url of paths) {
+        app.route({ method: 'GET', url, websocket: true, onRequest: admit, handler: accept });
+      }
+    },
     start: async () => {
       up = true;
       clearInterval(heartbeat);

@@ -1,11 +1,17 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { EventBus } from '../../events/event-bus.js';
+import { EventBus } from '../../events/index.js';
 import { errors } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
-import { createLogger } from '../../logs/logger.js';
-import type { SubmitResult } from '../../turns/intake.js';
-import type { TurnEvent, TurnEventListener } from '../../turns/turn-events.js';
-import type { TurnRecord } from '../../turns/turns.repo.js';
+import { resolveKey } from '../../idempotency/index.js';
+import { createLogger } from '../../logs/index.js';
+import {
+  followTurn,
+  type FollowDeps,
+  type FollowOptions,
+  type Submitted,
+  type TurnEvent,
+  type TurnRecord,
+} from '../../turns/index.js';
 import {
   DEFAULT_WEBSOCKET_LIMITS,
   WebSocketConnection,
@@ -69,6 +75,8 @@ class FakeSocket implements FrameSocket {
   }
 }
 
+type TurnEventListener = (event: TurnEvent) => void;
+
 /** An in-memory turn event hub: stored events for replay, live listeners, a hook inside `flush`. */
 class FakeHub {
   readonly stored: TurnEvent[] = [];
@@ -122,6 +130,9 @@ function turnRecord(partial: Partial<TurnRecord>): TurnRecord {
   };
 }
 
+/** How the ledger answers a follow's wait (the message path's waiters): the turn's outcome, or null. */
+type FakeWait = FollowDeps['waiters']['wait'];
+
 interface Harness {
   socket: FakeSocket;
   connection: WebSocketConnection;
@@ -130,7 +141,10 @@ interface Harness {
   audits: WebSocketAuditEntry[];
   submits: WebSocketSubmit[];
   interrupts: string[];
+  /** The signal of every wait on the ledger, in order. */
   signals: AbortSignal[];
+  /** Every turn followed, with the options the connection follows it with. */
+  follows: Array<{ eventId: string; options: FollowOptions }>;
   deps: ConnectionDeps;
 }
 
@@ -144,6 +158,10 @@ function open(
     handshake?: Partial<Handshake>;
     deps?: Partial<ConnectionDeps>;
     limits?: Partial<typeof DEFAULT_WEBSOCKET_LIMITS>;
+    /** The ledger's answer to a follow's wait; default: none until the follow stops (then null). */
+    wait?: FakeWait;
+    /** The sequence number of a turn's last stored event. */
+    lastSeq?: number;
   } = {},
 ): Harness {
   const socket = new FakeSocket();
@@ -153,6 +171,15 @@ function open(
   const submits: WebSocketSubmit[] = [];
   const interrupts: string[] = [];
   const signals: AbortSignal[] = [];
+  const follows: Harness['follows'] = [];
+  const wait: FakeWait =
+    options.wait ??
+    ((_eventId, _timeoutMs, signal) => {
+      if (signal) signals.push(signal);
+      return new Promise<TurnRecord | null>((resolve) => signal?.addEventListener('abort', () => resolve(null)));
+    });
+  // The message path's `follow`: the real `followTurn` over the fake hub and ledger.
+  const followDeps: FollowDeps = { hub, waiters: { wait }, lastSeq: async () => options.lastSeq ?? 0 };
   let next = 0;
   const deps: ConnectionDeps = {
     profile: 'standard',
@@ -165,15 +192,15 @@ function open(
     audit: (entry) => void audits.push(entry),
     checkIdentity: async () => undefined,
     rateLimit: () => ({ allowed: true, limit: 30, remaining: 29, resetSeconds: 60 }),
-    submit: async (input): Promise<SubmitResult> => {
+    submit: async (input): Promise<Submitted> => {
       submits.push(input);
+      resolveKey({ field: input.idempotencyKey }); // the key rules, applied by the message path (400)
       next++;
-      return { replay: false, eventId: `evt_${next}`, sessionKey: input.sessionKey };
+      return { eventId: `evt_${next}`, sessionKey: input.sessionKey, replay: false, answer: 'result' };
     },
-    hub,
-    waitOutcome: (_eventId, _timeoutMs, signal) => {
-      signals.push(signal);
-      return new Promise<TurnRecord | null>((resolve) => signal.addEventListener('abort', () => resolve(null)));
+    follow: (eventId, followOptions) => {
+      follows.push({ eventId, options: followOptions });
+      return followTurn(followDeps, eventId, followOptions);
     },
     interrupt: (eventId) => {
       interrupts.push(eventId);
@@ -195,7 +222,7 @@ function open(
   const connection = new WebSocketConnection(socket, handshake, deps);
   connections.push(connection);
   connection.start();
-  return { socket, connection, hub, bus, audits, submits, interrupts, signals, deps };
+  return { socket, connection, hub, bus, audits, submits, interrupts, signals, follows, deps };
 }
 
 const send = (h: Harness, frame: unknown): void => h.connection.receive(JSON.stringify(frame));
@@ -316,21 +343,35 @@ describe('WebSocketConnection: turns', () => {
       { type: 'delta', event_id: 'evt_1', content: 'b' },
       { type: 'final', event_id: 'evt_1', status: 'completed', message: { content: 'ab' } },
     ]);
-    expect(h.hub.count()).toBe(0);
-    expect(h.connection.followedTurns).toBe(0);
-    expect(h.submits[0]).toMatchObject({
+    // The follow ends with the final frame: its hub subscription and its slot go as the iteration unwinds.
+    await vi.waitFor(() => expect(h.hub.count()).toBe(0));
+    await vi.waitFor(() => expect(h.connection.followedTurns).toBe(0));
+    expect(h.submits[0]).toEqual({
       principal: API,
       sessionKey: 'gateway:ws:tok_aaaaaaaa',
+      text: 'hi',
+      identity: { platform: 'ws', user_id: 'tok_aaaaaaaa', chat_id: 'tok_aaaaaaaa' },
       idempotencyKey: undefined,
-      payload: { text: 'hi', platform: 'ws', user_id: 'tok_aaaaaaaa', chat_id: 'tok_aaaaaaaa', source: 'websocket' },
     });
+    // The reply to one message: from the first event, ended by a pause, bounded by the follow timeout.
+    expect(h.follows).toEqual([
+      {
+        eventId: 'evt_1',
+        options: expect.objectContaining({
+          fromSeq: 0,
+          endOnPause: true,
+          timeoutMs: DEFAULT_WEBSOCKET_LIMITS.followTimeoutMs,
+          maxBufferedEvents: DEFAULT_WEBSOCKET_LIMITS.maxBufferedEvents,
+        }),
+      },
+    ]);
   });
 
   it('a replayed pause does not end the reply; the ledger does', async () => {
-    const waitOutcome = vi.fn(async () =>
+    const wait = vi.fn(async () =>
       turnRecord({ eventId: 'evt_1', status: 'completed', result: { message: { content: 'later' } } }),
     );
-    const h = open({ handshake: { headerToken: 'api' }, deps: { waitOutcome } });
+    const h = open({ handshake: { headerToken: 'api' }, wait, lastSeq: 1 });
     await h.socket.frameCount(1);
     h.hub.stored.push({ eventId: 'evt_1', seq: 1, type: 'status', data: { status: 'waiting_approval' } });
     send(h, { type: 'message', text: 'hi' });
@@ -341,12 +382,18 @@ describe('WebSocketConnection: turns', () => {
       status: 'completed',
       message: { content: 'later' },
     });
+    expect(wait).toHaveBeenCalledWith(
+      'evt_1',
+      DEFAULT_WEBSOCKET_LIMITS.followTimeoutMs,
+      expect.any(AbortSignal),
+      'outcome',
+    );
   });
 
   it('a failed turn in the ledger is an UPSTREAM_ERROR error frame with ref and event_id', async () => {
-    const waitOutcome = async () =>
+    const wait = async () =>
       turnRecord({ status: 'failed', result: { error: { code: 'UPSTREAM_ERROR', message: 'model provider failed' } } });
-    const h = open({ handshake: { headerToken: 'api' }, deps: { waitOutcome } });
+    const h = open({ handshake: { headerToken: 'api' }, wait });
     await h.socket.frameCount(1);
     send(h, { type: 'message', text: 'hi', ref: 5 });
     const frames = await h.socket.frameCount(3);
@@ -356,6 +403,25 @@ describe('WebSocketConnection: turns', () => {
       event_id: 'evt_1',
       error: { code: 'UPSTREAM_ERROR', message: 'model provider failed' },
     });
+  });
+
+  it('hands the frame key over as is; a key the message path refuses is a BAD_REQUEST frame, nothing followed', async () => {
+    const h = open({ handshake: { headerToken: 'api' } });
+    await h.socket.frameCount(1);
+    send(h, { type: 'message', text: 'hi', ref: 'bad', idempotency_key: '   ' });
+    const frames = await h.socket.frameCount(2);
+    expect(frames[1]).toMatchObject({
+      type: 'error',
+      ref: 'bad',
+      error: { code: 'BAD_REQUEST', message: 'idempotency_key: idempotency key must not be empty' },
+    });
+    expect(h.submits.map((s) => s.idempotencyKey)).toEqual(['   ']);
+    expect(h.follows).toEqual([]);
+    expect(h.connection.followedTurns).toBe(0);
+
+    send(h, { type: 'message', text: 'hi', ref: 'good', idempotency_key: 'k1' });
+    expect(await h.socket.frameOfType('accepted')).toMatchObject({ ref: 'good', event_id: 'evt_1' });
+    expect(h.submits[1]).toMatchObject({ idempotencyKey: 'k1' });
   });
 
   it('caps the turns followed at once (RATE_LIMITED) and counts messages in the write group', async () => {
@@ -433,7 +499,7 @@ describe('WebSocketConnection: bounds and cleanup', () => {
       deps: {
         submit: async (input) => {
           await gate;
-          return { replay: false, eventId: `evt_${input.payload.text}`, sessionKey: input.sessionKey };
+          return { eventId: `evt_${input.text}`, sessionKey: input.sessionKey, replay: false, answer: 'result' };
         },
       },
     });
@@ -457,8 +523,10 @@ describe('WebSocketConnection: bounds and cleanup', () => {
     await vi.waitFor(() => expect(h.signals).toHaveLength(1));
     expect(h.hub.count()).toBe(1);
     h.connection.socketClosed();
-    expect(h.hub.count()).toBe(0);
     expect(h.signals[0]!.aborted).toBe(true);
+    expect(h.connection.followedTurns).toBe(0);
+    // The aborted follow unwinds on its next step and drops its hub subscription.
+    await vi.waitFor(() => expect(h.hub.count()).toBe(0));
     expect(h.bus.hasListeners('turns')).toBe(false);
     expect(h.bus.hasListeners('logs')).toBe(false);
     expect(onClosed).toHaveBeenCalledOnce();

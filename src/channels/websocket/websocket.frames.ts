@@ -1,8 +1,14 @@
 import { z } from 'zod';
-import { TOPICS, type Topic } from '../../events/event-bus.js';
-import { ApiError, IdempotencyConflictError, type ErrorCode } from '../../http/errors.js';
-import { StoreUnavailableError } from '../../store/errors.js';
-import type { TurnEvent } from '../../turns/turn-events.js';
+import { TOPICS, type Topic } from '../../events/index.js';
+import { classifyError, ERROR_STATUS, type ErrorCode } from '../../http/errors.js';
+import {
+  outcomeError,
+  PAUSED_STATUSES,
+  turnOutcomeMessage,
+  type FollowStep,
+  type TurnEvent,
+  type TurnRecord,
+} from '../../turns/index.js';
 
 /**
  * The WebSocket wire protocol (DECISIONS §8): JSON text frames `{type, …}`.
@@ -191,38 +197,18 @@ export function resolveTopics(names: readonly string[]): { topics: Topic[]; unkn
  * to log the cause).
  */
 export function frameErrorOf(err: unknown): FrameErrorBody & { unexpected: boolean } {
-  if (err instanceof ApiError) {
-    const details = Array.isArray(err.details) ? { issues: err.details } : err.details;
-    return {
-      code: err.code,
-      message: err.message,
-      ...(Object.keys(details).length > 0 ? { details } : {}),
-      unexpected: false,
-    };
-  }
-  if (err instanceof IdempotencyConflictError) return { code: 'CONFLICT', message: err.message, unexpected: false };
-  if (err instanceof StoreUnavailableError) {
-    return { code: 'UNAVAILABLE', message: 'storage unavailable', unexpected: false };
-  }
-  return { code: 'INTERNAL_ERROR', message: 'internal error', unexpected: true };
+  const { error, log } = classifyError(err);
+  if (log === 'error') return { code: 'INTERNAL_ERROR', message: 'internal error', unexpected: true };
+  const details = Array.isArray(error.details) ? { issues: error.details } : error.details;
+  return {
+    code: error.code,
+    message: error.message,
+    ...(Object.keys(details).length > 0 ? { details } : {}),
+    unexpected: false,
+  };
 }
 
-/** Statuses a turn pauses in: the reply to one message ends there with a `final` frame. */
-export const PAUSED_STATUSES: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
-
-const ERROR_CODES: ReadonlySet<string> = new Set<ErrorCode>([
-  'BAD_REQUEST',
-  'UNAUTHORIZED',
-  'FORBIDDEN',
-  'NOT_FOUND',
-  'CONFLICT',
-  'PAYLOAD_TOO_LARGE',
-  'RATE_LIMITED',
-  'INTERNAL_ERROR',
-  'UPSTREAM_ERROR',
-  'UNAVAILABLE',
-  'TIMEOUT',
-]);
+const ERROR_CODES: ReadonlySet<string> = new Set(Object.keys(ERROR_STATUS));
 
 /** What one turn event means for the client following that turn. */
 export type TurnFrameStep =
@@ -283,5 +269,42 @@ export function turnEventStep(event: TurnEvent, options: { live: boolean; ref?: 
         },
       };
     }
+  }
+}
+
+/**
+ * The frame that ends a reply when the ledger, not an event, says the turn
+ * is over (it ended in another process, without a final event, or is
+ * paused now): `final` with the Message, or the failed turn's error frame.
+ */
+export function ledgerFrame(turn: TurnRecord, ref: FrameRef | undefined): ServerFrame {
+  const error = outcomeError(turn);
+  if (error) return { type: 'error', ...(ref !== undefined ? { ref } : {}), event_id: turn.eventId, error };
+  return { type: 'final', event_id: turn.eventId, status: turn.status, message: turnOutcomeMessage(turn) };
+}
+
+/**
+ * What one step of following a turn means for the client (DECISIONS §8):
+ * a frame to send and whether the reply is complete with it.
+ */
+export function followStepFrame(step: FollowStep, eventId: string, ref: FrameRef | undefined): TurnFrameStep {
+  switch (step.kind) {
+    case 'event':
+      return turnEventStep(step.event, { live: step.live, ...(ref !== undefined ? { ref } : {}) });
+    case 'end':
+      return { kind: 'end', frame: ledgerFrame(step.turn, ref) };
+    case 'timeout':
+      return {
+        kind: 'end',
+        frame: {
+          type: 'error',
+          ...(ref !== undefined ? { ref } : {}),
+          event_id: eventId,
+          error: {
+            code: 'TIMEOUT',
+            message: 'stopped following the turn; it goes on — retry with the same idempotency key for the result',
+          },
+        },
+      };
   }
 }

@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeAnthropic, type FakeAnthropic } from '../../../test/helpers/fake-anthropic.js';
+import { echoAnthropicReply, startFakeAnthropic, type FakeAnthropic } from '../../../test/helpers/fake-anthropic.js';
 import { toAnthropicMessages } from './anthropic-provider.js';
 import { createProvider, ProviderError, type ChatMessage, type ProviderConfig, type ToolSpec } from './provider.js';
 
@@ -83,6 +83,7 @@ describe('anthropic provider: happy paths', () => {
   });
 
   it('defaults the model and omits system and tools when absent', async () => {
+    fake.enqueue(echoAnthropicReply);
     const provider = createProvider(config({ model: null }));
     expect(provider.model).toBe('claude-sonnet-4-6');
     const res = await provider.complete({ messages: [{ role: 'user', content: 'ping' }], tools: [] });
@@ -119,6 +120,7 @@ describe('anthropic provider: happy paths', () => {
   });
 
   it('maps history: tool_use blocks, merged tool_result blocks, alternating roles', async () => {
+    fake.enqueue(echoAnthropicReply);
     const history: ChatMessage[] = [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'find cats and dogs' },

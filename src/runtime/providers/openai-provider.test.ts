@@ -1,6 +1,6 @@
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startFakeOpenAI, type FakeOpenAI } from '../../../test/helpers/fake-openai.js';
+import { echoReply, startFakeOpenAI, type FakeOpenAI } from '../../../test/helpers/fake-openai.js';
 import { createProvider, ProviderError, type ChatMessage, type ProviderConfig, type ToolSpec } from './provider.js';
 
 const KEY = 'sk-test-SECRETKEY-0123456789abcdef';
@@ -94,6 +94,7 @@ describe('openai provider: happy paths', () => {
   });
 
   it('omits tools when there are none, defaults the model and sends a placeholder key', async () => {
+    fake.enqueue(echoReply);
     const provider = createProvider(config({ model: null, api_key: null }));
     const res = await provider.complete({ messages: [{ role: 'user', content: 'ping' }], tools: [] });
 
@@ -141,6 +142,7 @@ describe('openai provider: happy paths', () => {
   });
 
   it('sends assistant tool calls and tool results back in the API shape', async () => {
+    fake.enqueue(echoReply);
     const history: ChatMessage[] = [
       { role: 'system', content: 'sys' },
       { role: 'user', content: 'weather in Paris and Rome?' },
@@ -328,6 +330,7 @@ describe('openai provider: failures', () => {
   });
 
   it('rethrows an exception from onDelta as is', async () => {
+    fake.enqueue(echoReply);
     const boom = new Error('consumer failed');
     const err = await createProvider(config())
       .complete({

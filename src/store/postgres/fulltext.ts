@@ -1,7 +1,14 @@
-import { type RawBuilder, sql } from 'kysely';
-import type { Collection, FullTextDialect, MatchQuery, TextCandidate } from './fulltext.js';
-import { fixedBatches } from './fulltext.js';
-import type { Executor } from './search.tables.js';
+import { type Kysely, type RawBuilder, type Transaction, sql } from 'kysely';
+import type { Database } from '../database.js';
+import {
+  type Collection,
+  type FullTextDialect,
+  type MatchQuery,
+  type TextCandidate,
+  fixedBatches,
+} from '../fulltext.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
 
 /** PostgreSQL's limits on a tsvector: positions up to 16383, at most 256 per lexeme. */
 const MAX_POSITION = 16_383;
@@ -17,7 +24,7 @@ function collectionLiteral(collection: Collection): RawBuilder<unknown> {
 }
 
 /**
- * PostgreSQL full text: a `tsvector` column under one partial GIN index per
+ * PostgreSQL full text (`store.fullText`): a `tsvector` column under one partial GIN index per
  * collection, ranked with `ts_rank_cd` (normalisation 1: divided by 1 + log
  * of the chunk length). The tsvector and the tsquery are written as literals
  * from the engine's own tokens (letters and digits only, so quoting is
@@ -37,7 +44,7 @@ export const postgresFullText: FullTextDialect = {
   },
 
   async deleteChunks(trx, collection, docId) {
-    await trx.deleteFrom('search_chunks').where('collection', '=', collection).where('doc_id', '=', docId).execute();
+    await sql`delete from search_chunks where collection = ${collection} and doc_id = ${docId}`.execute(trx);
   },
 
   async termCounts(db, collection, terms, cap) {

@@ -1,10 +1,24 @@
-import type { DocFilter, Executor } from './search.tables.js';
+import type { Expression, Kysely, Transaction } from 'kysely';
+import type { Database } from './database.js';
 
-/** The indexed collections; each has its own full-text index (SQLite FTS5 table, PostgreSQL partial GIN index). */
+/** `store.db`, a transaction, or a group-commit `trx`. */
+type Executor = Kysely<Database> | Transaction<Database>;
+
+/**
+ * The indexed collections of `search_chunks` (migration 006_memory_knowledge);
+ * each has its own full-text index (SQLite FTS5 table, PostgreSQL partial GIN index).
+ */
 export const COLLECTIONS = ['memory', 'knowledge'] as const;
 
 /** One of COLLECTIONS. */
 export type Collection = (typeof COLLECTIONS)[number];
+
+/**
+ * Restricts a search to some documents of the collection: a subquery
+ * selecting their ids (e.g. `db.selectFrom('memories').select('id').where(…)`),
+ * inlined into the search SQL so filters and ranking run in one query.
+ */
+export type DocFilter = Expression<{ id: string }>;
 
 /** One chunk to index, with its tokens (src/search/terms.ts) and its embedding when there is one. */
 export interface ChunkRow {
@@ -35,12 +49,15 @@ export interface MatchQuery {
 }
 
 /**
- * The only place that differs per database: how chunks enter and leave the
- * full-text index, how matches are counted and ranked (SQLite FTS5 with
- * bm25, PostgreSQL tsvector + GIN with ts_rank_cd). Writes take the caller's
- * transaction so a document and its index change together.
+ * The full text of `search_chunks`, the one search topic that differs per
+ * database (`store.fullText`): how chunks enter and leave the full-text
+ * index, how matches are counted and ranked (SQLite FTS5 with bm25,
+ * `sqlite/fulltext.ts`; PostgreSQL tsvector + GIN with ts_rank_cd,
+ * `postgres/fulltext.ts`). Writes take the caller's transaction so a
+ * document and its index change together.
  */
 export interface FullTextDialect {
+  /** Inserts the chunks of one document (its old chunks must be deleted first). */
   insertChunks(trx: Executor, collection: Collection, rows: readonly ChunkRow[]): Promise<void>;
   /** Removes every chunk of the document (index included). */
   deleteChunks(trx: Executor, collection: Collection, docId: string): Promise<void>;

@@ -1,7 +1,14 @@
-import { type RawBuilder, sql } from 'kysely';
-import type { Collection, FullTextDialect, MatchQuery, TextCandidate } from './fulltext.js';
-import { fixedBatches } from './fulltext.js';
-import type { Executor } from './search.tables.js';
+import { type Kysely, type RawBuilder, type Transaction, sql } from 'kysely';
+import type { Database } from '../database.js';
+import {
+  type Collection,
+  type FullTextDialect,
+  type MatchQuery,
+  type TextCandidate,
+  fixedBatches,
+} from '../fulltext.js';
+
+type Executor = Kysely<Database> | Transaction<Database>;
 
 /** The contentless FTS5 table of each collection (migration 006). */
 const TABLES: Record<Collection, RawBuilder<unknown>> = {
@@ -10,7 +17,7 @@ const TABLES: Record<Collection, RawBuilder<unknown>> = {
 };
 
 /**
- * SQLite full text: one contentless FTS5 table per collection (rowid = chunk
+ * SQLite full text (`store.fullText`): one contentless FTS5 table per collection (rowid = chunk
  * id, `contentless_delete=1`) holding each chunk's normalised tokens; ranking
  * is FTS5's bm25 (`rank`). Query terms become quoted FTS5 strings joined with
  * OR: they hold letters and digits only, so no FTS5 syntax can come from a
@@ -20,21 +27,13 @@ export const sqliteFullText: FullTextDialect = {
   async insertChunks(trx, collection, rows) {
     const table = TABLES[collection];
     for (const batch of fixedBatches(rows)) {
-      const inserted = await trx
-        .insertInto('search_chunks')
-        .values(
-          batch.map((row) => ({
-            collection,
-            doc_id: row.docId,
-            chunk: row.chunk,
-            text: row.text,
-            embedding: row.embedding,
-            embedding_model: row.embeddingModel,
-          })),
-        )
-        .returning(['id', 'chunk'])
-        .execute();
-      const ids = new Map(inserted.map((row) => [row.chunk, row.id]));
+      const values = batch.map(
+        (row) => sql`(${collection}, ${row.docId}, ${row.chunk}, ${row.text}, ${row.embedding}, ${row.embeddingModel})`,
+      );
+      const inserted = await sql<{ id: number; chunk: number }>`insert into search_chunks
+        (collection, doc_id, chunk, text, embedding, embedding_model) values ${sql.join(values)}
+        returning id, chunk`.execute(trx);
+      const ids = new Map(inserted.rows.map((row) => [row.chunk, row.id]));
       const fts = batch.map((row) => sql`(${ids.get(row.chunk)}, ${row.tokens.join(' ')})`);
       await sql`insert into ${table} (rowid, body) values ${sql.join(fts)}`.execute(trx);
     }
@@ -43,7 +42,7 @@ export const sqliteFullText: FullTextDialect = {
   async deleteChunks(trx, collection, docId) {
     await sql`delete from ${TABLES[collection]} where rowid in (
       select id from search_chunks where collection = ${collection} and doc_id = ${docId})`.execute(trx);
-    await trx.deleteFrom('search_chunks').where('collection', '=', collection).where('doc_id', '=', docId).execute();
+    await sql`delete from search_chunks where collection = ${collection} and doc_id = ${docId}`.execute(trx);
   },
 
   async termCounts(db, collection, terms, cap) {

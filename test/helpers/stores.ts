@@ -1,6 +1,6 @@
 /**
- * Test support: the same suite runs against every database (Kysely's habit).
- * Import from test files only. It reads the test-only environment variables
+ * Store backends for tests: the same suite runs against every database
+ * (Kysely's habit). It reads the test-only environment variables
  * GATEHOUSE_TEST_PG_URL and GATEHOUSE_REQUIRE_PG, and probes PostgreSQL once
  * when first imported.
  */
@@ -10,10 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { describe } from 'vitest';
-import type { Clock } from '../lib/clock.js';
-import { errorMessage } from './errors.js';
-import type { GroupCommitOptions } from './group-commit.js';
-import { type Store, type StoreDriver, type StoreOptions, openStore } from './store.js';
+import type { Clock } from '../../src/lib/clock.js';
+import { errorMessage } from '../../src/store/errors.js';
+import {
+  type GroupCommitOptions,
+  type Store,
+  type StoreDriver,
+  type StoreOptions,
+  openStore,
+} from '../../src/store/index.js';
 
 /** A store on a fresh, private database. */
 export interface TestStore {
@@ -49,7 +54,6 @@ const pgRequired = process.env.GATEHOUSE_REQUIRE_PG === '1';
 const pgProblem = await probePostgres(pgUrl);
 
 if (pgProblem !== null && !pgRequired) {
-  // eslint-disable-next-line no-console -- a test helper: the skip must be visible in the test output
   console.warn(
     `[store tests] PostgreSQL not reachable at ${redactUrl(pgUrl)} (${pgProblem}): postgres cases are SKIPPED. ` +
       'Set GATEHOUSE_TEST_PG_URL to point at one, or GATEHOUSE_REQUIRE_PG=1 to fail instead of skipping.',

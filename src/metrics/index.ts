@@ -1,0 +1,3 @@
+/** Metrics: the gateway's Prometheus registry and GET /metrics. */
+export { GatewayMetrics } from './metrics.js';
+export { metricsRoutes } from './metrics.routes.js';

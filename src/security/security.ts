@@ -1,0 +1,68 @@
+import type { Config } from '../config/config.schema.js';
+import { createGuard, type Guard } from '../http/guard.js';
+import type { Clock } from '../lib/clock.js';
+import type { Logger } from '../logs/index.js';
+import { ensureAdminToken, type AdminTokenResult } from './admin-token.js';
+import { createAuditLog, createFailureThrottle, type AuditLog } from './audit.js';
+import { isLoopbackPeer } from './host-origin.js';
+import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rate-limit.js';
+import { createTokenBook } from './tokens.js';
+
+/** Who may pass, as the running gateway decides it (DECISIONS §4). */
+export interface Security {
+  audit: AuditLog;
+  guard: Guard;
+  rateLimiter: RateLimiter;
+  /** The live rate limits (the settings listener changes them in place). */
+  rateLimits: RateLimiterOptions['limits'];
+}
+
+/** The first-start admin token (DECISIONS §4): generated and saved when no token is configured. */
+export function prepareAdminToken(config: Config): AdminTokenResult {
+  const auth = config.gateway.auth;
+  return ensureAdminToken({
+    dataDir: config.data_dir,
+    profile: config.security.profile,
+    configuredTokens: auth.api_tokens.length + auth.admin_tokens.length,
+    bindHost: config.gateway.host,
+  });
+}
+
+/**
+ * Builds the security pipeline: the token book (configured tokens plus the
+ * first-start admin token), per-token rate limits, the fsync'd audit log
+ * (remote failure floods throttled, local callers never) and the guard.
+ */
+export function createSecurity(options: {
+  config: Config;
+  clock: Clock;
+  logger: Logger;
+  adminToken: string | null;
+  scrub: (text: string) => string;
+}): Security {
+  const { config, clock, logger } = options;
+  const auth = config.gateway.auth;
+  const audit = createAuditLog({
+    dataDir: config.data_dir,
+    clock,
+    scrub: options.scrub,
+    onError: (err) => logger.error({ source: 'audit', err: err.message }, 'audit log write failed'),
+  });
+  const tokens = createTokenBook({
+    apiTokens: auth.api_tokens,
+    adminTokens: auth.admin_tokens,
+    extraAdminTokens: options.adminToken ? [options.adminToken] : [],
+  });
+  const rateLimits = { ...config.security.rate_limits };
+  const rateLimiter = createRateLimiter({ limits: rateLimits, clock });
+  const failureThrottle = createFailureThrottle({ clock, perMinute: 120, maxKeys: 10_000 });
+  const guard = createGuard({
+    config,
+    clock,
+    tokens,
+    rateLimiter,
+    audit,
+    allowFailureAudit: (ip) => isLoopbackPeer(ip) || failureThrottle.allow(ip),
+  });
+  return { audit, guard, rateLimiter, rateLimits };
+}

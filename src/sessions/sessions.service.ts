@@ -1,0 +1,63 @@
+import { errors } from '../http/errors.js';
+import type { Clock } from '../lib/clock.js';
+import { isoTime } from '../lib/clock.js';
+import type { IdGenerator } from '../lib/ids.js';
+import type { Store } from '../store/index.js';
+import {
+  countSessions,
+  createSession,
+  deleteSession,
+  getSession,
+  history,
+  listSessions,
+  type ListSessionsOptions,
+  type MessageRecord,
+  type SessionPage,
+  type SessionRecord,
+} from './sessions.repo.js';
+
+/**
+ * Sessions (spec: Sessions; DECISIONS §2, §5): the reads and writes behind
+ * the API. Messages reach a session through the message path, not here.
+ */
+export class SessionService {
+  constructor(private readonly options: { store: Store; clock: Clock; ids: IdGenerator }) {}
+
+  /** One page of sessions, newest activity first. */
+  list(options: ListSessionsOptions): Promise<SessionPage> {
+    return listSessions(this.options.store.db, options);
+  }
+
+  /** Creates `gateway:<channel>:<generated id>` (DECISIONS §5). */
+  create(input: { channel: string; metadata: Record<string, unknown> }): Promise<SessionRecord> {
+    const key = `gateway:${input.channel}:${this.options.ids.next('chat')}`;
+    const now = isoTime(this.options.clock.now());
+    return this.options.store.writer.run((trx) =>
+      createSession(trx, { key, channel: input.channel, metadata: input.metadata, now }),
+    );
+  }
+
+  /** The session of `key`; 404 when there is none (or it was deleted). */
+  async require(key: string): Promise<SessionRecord> {
+    const session = await getSession(this.options.store.db, key);
+    if (!session) throw errors.notFound('session');
+    return session;
+  }
+
+  /** Deletes a session's messages and context (memory stays; the key starts a new epoch); 404 when there is none. */
+  async delete(key: string): Promise<void> {
+    const now = isoTime(this.options.clock.now());
+    const deleted = await this.options.store.writer.run((trx) => deleteSession(trx, key, now));
+    if (!deleted) throw errors.notFound('session');
+  }
+
+  /** The newest `limit` entries of the session's current context, in chronological order. */
+  history(session: SessionRecord, limit: number): Promise<{ items: MessageRecord[]; total: number }> {
+    return history(this.options.store.db, session.key, session.contextEpoch, limit);
+  }
+
+  /** Sessions in all and active ones (health). */
+  counts(): Promise<{ total: number; active: number }> {
+    return countSessions(this.options.store.db);
+  }
+}

@@ -1,0 +1,25 @@
+import { sql } from 'kysely';
+import type { StoreAdapter } from '../adapter.js';
+import { postgresFullText } from './fulltext.js';
+
+/**
+ * PostgreSQL: several gateway processes may share the database. An
+ * exclusive write runs in its own transaction (never in a group-commit
+ * batch, whose other ops would wait on the lock) that first takes the
+ * transaction-scoped advisory lock keyed by `hashtext('<lockName>:' ||
+ * current_schema)`: one lock per name and schema, so gateways in different
+ * schemas of one server never wait for each other. The lock is released by
+ * the commit or rollback, and it makes READ COMMITTED reads inside `fn`
+ * current with every earlier holder's commit.
+ */
+export const postgresAdapter: StoreAdapter = {
+  shared: true,
+  fullText: postgresFullText,
+  exclusive: (db, _writer, lockName, fn) =>
+    db.transaction().execute(async (trx) => {
+      await sql`select pg_advisory_xact_lock(hashtext(${`${lockName}:`}::text || coalesce(current_schema(), '')))`.execute(
+        trx,
+      );
+      return fn(trx);
+    }),
+};

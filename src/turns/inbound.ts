@@ -1,0 +1,85 @@
+import type { Principal } from '../http/route.js';
+import type { KeySources, ScopeKind } from '../idempotency/index.js';
+
+/** Where a message came in: the ledger's `source`. */
+export type InboundSource = 'api' | 'session' | 'websocket' | 'webhook' | 'task' | 'cron';
+
+/**
+ * One message from any entry point, read from its wire format into the
+ * shape the message path takes (`MessagePath.submit`).
+ */
+export interface Inbound {
+  /** The session it belongs to (`gateway:<platform>:<chat_id>`, DECISIONS §5). */
+  sessionKey: string;
+  text: string;
+  /** The sender's platform, user and chat: the identity checked by auth mode and the content fingerprinted. */
+  platform: string;
+  userId: string;
+  chatId: string;
+  /** The session's channel (analytics, a new session's `channel`). */
+  channel: string;
+  source: InboundSource;
+  /** The token's principal (the idempotency scope of `principal` keys); null for work the gateway creates. */
+  principal: Principal | null;
+  /**
+   * The user identity check by auth mode (DECISIONS §4): the caller's socket
+   * address and whether the loopback exemption applies. `skip` only where
+   * no platform user speaks: work the gateway creates itself (tasks, cron)
+   * and a session addressed by its key under a token.
+   */
+  identity: { ip: string; loopbackTrusted: boolean } | 'skip';
+  /** Where the request's idempotency key may travel, and the scope it lives in; absent: not keyable. */
+  idempotency?: KeySources & { scope: ScopeKind };
+  /** Whether the caller waits for the turn's result (a retry of it waits too: spec rules 5–6). */
+  wait: boolean;
+  /** A bound on turns in flight for this entry point (the webhook's `max_pending`). */
+  admission?: Admission;
+}
+
+/**
+ * A per-entry-point bound on turns in flight. `admit` is asked after the
+ * identity check and the key rules, with the event id a keyed request
+ * would get (a retry of a turn still in flight may pass a full bound: it
+ * adds nothing). It throws the entry point's refusal (e.g. 429) when full.
+ */
+export interface Admission {
+  admit(eventId: string | null): AdmissionSlot;
+}
+
+/** A slot taken by `Admission.admit`: held by a new turn until its outcome, or released. */
+export interface AdmissionSlot {
+  /** A new turn was accepted under this slot. */
+  hold(eventId: string): void;
+  /** Nothing new was accepted (a replay, or a failure). */
+  release(): void;
+}
+
+/**
+ * What the message path answers a submission with, so rules 5 and 6 are
+ * decided once: `answer: 'ack'` — acknowledge (`accepted`, event id);
+ * `answer: 'result'` — the caller waits, or retries a waited original (which
+ * may still be racing to its end): wait for the turn's outcome and answer
+ * with it.
+ */
+export interface Submitted {
+  eventId: string;
+  sessionKey: string;
+  /** True when a retry was answered from its original (spec rule 3): nothing new was stored or queued. */
+  replay: boolean;
+  answer: 'ack' | 'result';
+}
+
+/** What the ledger stores as a turn's inbound event (`payload`). */
+export interface InboundPayload {
+  text: string;
+  platform: string;
+  user_id: string;
+  chat_id: string;
+  channel: string;
+  source: string;
+}
+
+/** The session key of a platform conversation (DECISIONS §5). */
+export function sessionKeyFor(platform: string, chatId: string): string {
+  return `gateway:${platform}:${chatId}`;
+}
