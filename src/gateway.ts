@@ -152,7 +152,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...memoryTools(memory),
     ...knowledgeTools(knowledge),
     ...skillTools(skills),
-    ...taskTools(taskService, () => taskRunner.notify()),
+    ...taskTools(taskService),
     ...(options.tools ?? []),
   ];
   for (const tool of agentTools) tools.register(tool);

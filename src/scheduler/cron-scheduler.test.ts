@@ -15,7 +15,7 @@ import { createIdGenerator } from '../lib/ids.js';
 import { createLogger } from '../logs/index.js';
 import type { Store } from '../store/index.js';
 import { describeBackends, type TestStore } from '../../test/helpers/stores.js';
-import type { Inbound, InboundPayload, MessagePath } from '../turns/index.js';
+import { payloadOf, type Inbound, type MessagePath } from '../turns/index.js';
 import { finishTurn, getTurn, insertTurn, listSessionTurns } from '../turns/turns.repo.js';
 import {
   CronScheduler,
@@ -331,14 +331,7 @@ class RecordingIntake implements CronIntake {
     const eventId = `evt_${this.prefix}_${++this.count}`;
     const now = isoTime(this.clock.now());
     // The ledger's inbound event, as the message path's intake stores it.
-    const payload: InboundPayload = {
-      text: input.text,
-      platform: input.platform,
-      user_id: input.userId,
-      chat_id: input.chatId,
-      channel: input.channel,
-      source: input.source,
-    };
+    const payload = payloadOf(input);
     await this.store.writer.run((trx) =>
       insertTurn(trx, {
         eventId,

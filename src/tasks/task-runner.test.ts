@@ -3,7 +3,7 @@ import { ManualClock, isoTime } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
 import { createLogger } from '../logs/index.js';
 import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
-import type { Inbound, InboundPayload } from '../turns/index.js';
+import { payloadOf, type Inbound } from '../turns/index.js';
 import { TurnEventHub } from '../turns/turn-events.js';
 import { TurnWaiters } from '../turns/turn-waiters.js';
 import { claimTurn, finishTurn, getTurn, insertTurn, pauseTurn } from '../turns/turns.repo.js';
@@ -65,14 +65,7 @@ describeBackends('task runner', (backend) => {
         async submit(input) {
           submitted.push(input);
           const eventId = ids.next('evt');
-          const payload: InboundPayload = {
-            text: input.text,
-            platform: input.platform,
-            user_id: input.userId,
-            chat_id: input.chatId,
-            channel: input.channel,
-            source: input.source,
-          };
+          const payload = payloadOf(input);
           await t.store.writer.run((trx) =>
             insertTurn(trx, {
               eventId,

@@ -12,13 +12,13 @@ export const MAX_AGENT_TASK_DEPTH = 5;
 /**
  * The task tools for the agent (DECISIONS §10): `task_create({title,
  * description?, priority?, labels?})` creates a pending task with source
- * `agent` and answers it in its wire shape, then calls `notify` (the task
- * runner's wake-up). Called from a task's own session, the new task is
+ * `agent` and answers it in its wire shape (the service's change event
+ * wakes the task runner). Called from a task's own session, the new task is
  * nested under that task (`parent_task_id`), at most MAX_AGENT_TASK_DEPTH
  * levels deep. The creating session and turn are kept in `metadata`.
  * Invalid arguments throw, which reports the problem to the model.
  */
-export function taskTools(service: TaskService, notify: () => void): AgentTool[] {
+export function taskTools(service: TaskService): AgentTool[] {
   return [
     {
       spec: {
@@ -64,7 +64,6 @@ export function taskTools(service: TaskService, notify: () => void): AgentTool[]
           parentTaskId: parentExists ? parentTaskId : null,
           metadata: { created_by: { session_key: ctx.sessionKey, event_id: ctx.eventId } },
         });
-        notify();
         return presentTask(task);
       },
     },

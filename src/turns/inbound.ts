@@ -79,6 +79,18 @@ export interface InboundPayload {
   source: string;
 }
 
+/** The ledger's record of an inbound message (`payload`): the wire's snake_case fields. */
+export function payloadOf(inbound: Inbound): InboundPayload {
+  return {
+    text: inbound.text,
+    platform: inbound.platform,
+    user_id: inbound.userId,
+    chat_id: inbound.chatId,
+    channel: inbound.channel,
+    source: inbound.source,
+  };
+}
+
 /** The session key of a platform conversation (DECISIONS §5). */
 export function sessionKeyFor(platform: string, chatId: string): string {
   return `gateway:${platform}:${chatId}`;

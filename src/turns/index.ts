@@ -7,6 +7,7 @@
  */
 export { createMessagePath, type MessagePath, type MessagePathOptions } from './message-path.js';
 export {
+  payloadOf,
   sessionKeyFor,
   type Admission,
   type AdmissionSlot,

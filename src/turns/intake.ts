@@ -14,7 +14,7 @@ import {
 import type { IdentityCheck } from '../security/identity.js';
 import { ensureSession } from '../sessions/index.js';
 import type { Store } from '../store/index.js';
-import type { Inbound, InboundPayload, Submitted } from './inbound.js';
+import { payloadOf, type Inbound, type Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
 import { insertTurn } from './turns.repo.js';
 
@@ -101,14 +101,7 @@ export class Intake {
 
     const nowMs = clock.now();
     const now = isoTime(nowMs);
-    const payload: InboundPayload = {
-      text: inbound.text,
-      platform: inbound.platform,
-      user_id: inbound.userId,
-      chat_id: inbound.chatId,
-      channel: inbound.channel,
-      source: inbound.source,
-    };
+    const payload = payloadOf(inbound);
     const outcome = await store.writer.run(async (trx) => {
       let eventId = keyed ? idempotency.derivedEventId(keyed) : this.options.ids.next('evt');
       if (keyed) {

@@ -61,6 +61,7 @@ function trimSlash(path: string): string {
 export function buildWebhookServer(deps: WebhookServerDeps) {
   const log = deps.logger;
   const path = trimSlash(deps.path);
+  const admission = deps.pending.admission();
   const app = Fastify({
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: true }),
@@ -136,7 +137,7 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
         fallback: verdict.webhookId !== null ? { value: verdict.webhookId, where: 'webhook-id' } : null,
       },
       wait: message.wait,
-      admission: deps.pending.admission(),
+      admission,
     });
     if (!submitted.replay) deps.onAccepted();
 

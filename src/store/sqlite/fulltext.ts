@@ -58,45 +58,9 @@ export const sqliteFullText: FullTextDialect = {
     return counts;
   },
 
-  async bestMatches(db, query) {
-    const table = TABLES[query.collection];
-    const match = matchExpression(query.terms);
-    if (!query.allowed) {
-      return candidates(
-        db,
-        sql<Row>`select c.id as id, c.doc_id as doc_id, c.chunk as chunk, m.rank as rank
-          from (select rowid, rank from ${table} where ${table} match ${match} order by rank limit ${query.limit}) m
-          join search_chunks c on c.id = m.rowid`,
-      );
-    }
-    return candidates(
-      db,
-      sql<Row>`select c.id as id, c.doc_id as doc_id, c.chunk as chunk, ${table}.rank as rank
-        from ${table} join search_chunks c on c.id = ${table}.rowid
-        where ${table} match ${match} and c.doc_id in (${query.allowed})
-        order by ${table}.rank limit ${query.limit}`,
-    );
-  },
+  bestMatches: (db, query) => matches(db, query, sql`rank`),
 
-  async recentMatches(db, query) {
-    const table = TABLES[query.collection];
-    const match = matchExpression(query.terms);
-    if (!query.allowed) {
-      return candidates(
-        db,
-        sql<Row>`select c.id as id, c.doc_id as doc_id, c.chunk as chunk, m.rank as rank
-          from (select rowid, rank from ${table} where ${table} match ${match} order by rowid desc limit ${query.limit}) m
-          join search_chunks c on c.id = m.rowid`,
-      );
-    }
-    return candidates(
-      db,
-      sql<Row>`select c.id as id, c.doc_id as doc_id, c.chunk as chunk, ${table}.rank as rank
-        from ${table} join search_chunks c on c.id = ${table}.rowid
-        where ${table} match ${match} and c.doc_id in (${query.allowed})
-        order by ${table}.rowid desc limit ${query.limit}`,
-    );
-  },
+  recentMatches: (db, query) => matches(db, query, sql`rowid desc`),
 };
 
 /** A term as an FTS5 string (terms hold letters and digits only: nothing to escape). */
@@ -106,6 +70,31 @@ function phrase(term: string): string {
 
 function matchExpression(terms: MatchQuery['terms']): string {
   return terms.map(phrase).join(' OR ');
+}
+
+/**
+ * The first `query.limit` chunks matching the terms in `order` (a column of
+ * the FTS5 table: `rank` best first, `rowid desc` newest first), within the
+ * allowed documents when given (the join then filters before the limit).
+ */
+function matches(db: Executor, query: MatchQuery, order: RawBuilder<unknown>): Promise<TextCandidate[]> {
+  const table = TABLES[query.collection];
+  const match = matchExpression(query.terms);
+  if (!query.allowed) {
+    return candidates(
+      db,
+      sql<Row>`select c.id as id, c.doc_id as doc_id, c.chunk as chunk, m.rank as rank
+        from (select rowid, rank from ${table} where ${table} match ${match} order by ${order} limit ${query.limit}) m
+        join search_chunks c on c.id = m.rowid`,
+    );
+  }
+  return candidates(
+    db,
+    sql<Row>`select c.id as id, c.doc_id as doc_id, c.chunk as chunk, ${table}.rank as rank
+      from ${table} join search_chunks c on c.id = ${table}.rowid
+      where ${table} match ${match} and c.doc_id in (${query.allowed})
+      order by ${table}.${order} limit ${query.limit}`,
+  );
 }
 
 /** A candidate row as the queries above select it. */
