@@ -32,7 +32,7 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
-const tsFiles = ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', '*.ts'];
+const tsFiles = ['src/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts', 'client/**/*.ts', '*.ts'];
 const testFiles = ['test/**/*.ts', 'src/**/*.test.ts'];
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -69,6 +69,13 @@ const DRIVERS = {
   regex: '^(?:pg|pg-[a-z0-9-]+|better-sqlite3)(?:$|/)',
   caseSensitive: true,
   message: `Only store/ knows database drivers. ${ADR}`,
+};
+
+/** The clients of the cross-process bus (Redis, NATS): only `events/` (ADR 0025). */
+const BUS_CLIENTS = {
+  regex: '^(?:ioredis|@nats-io/)',
+  caseSensitive: true,
+  message: `Only events/ knows the bus clients; the rest publishes through the event bus. ${ADR}`,
 };
 
 /** Kysely's dialect machinery: only `store/`; repositories use the query builder and `sql` alone. */
@@ -144,17 +151,22 @@ const boundaries = [
   {
     name: 'boundaries/packages',
     files: ['src/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY, DRIVERS, KYSELY_DIALECTS] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY, DRIVERS, KYSELY_DIALECTS, BUS_CLIENTS] }] },
   },
   {
     name: 'boundaries/packages: the web framework',
     files: fastifyFiles,
-    rules: { 'no-restricted-imports': ['error', { patterns: [DRIVERS, KYSELY_DIALECTS] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [DRIVERS, KYSELY_DIALECTS, BUS_CLIENTS] }] },
   },
   {
     name: 'boundaries/packages: the store',
     files: ['src/store/**/*.ts'],
-    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY, BUS_CLIENTS] }] },
+  },
+  {
+    name: 'boundaries/packages: the bus',
+    files: ['src/events/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [FASTIFY, DRIVERS, KYSELY_DIALECTS] }] },
   },
 
   // The environment.
@@ -190,7 +202,7 @@ const boundaries = [
 ];
 
 export default defineConfig(
-  globalIgnores(['dist/', 'node_modules/', 'data/', 'coverage/', '.vitest/']),
+  globalIgnores(['dist/', 'node_modules/', 'data/', 'coverage/', '.vitest/', 'client/schema.d.ts']),
 
   // Plain JavaScript: build/CI scripts and this config.
   {
@@ -199,9 +211,35 @@ export default defineConfig(
     languageOptions: { ecmaVersion: 2023, sourceType: 'module', globals: nodeGlobals },
   },
 
-  // TypeScript, type-aware.
+  // Browser JavaScript served as files (the API docs page, ADR 0018): browser globals, no console.
   {
-    files: tsFiles,
+    files: ['src/**/page/**/*.js'],
+    extends: [js.configs.recommended],
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        [
+          'document',
+          'location',
+          'history',
+          'sessionStorage',
+          'fetch',
+          'performance',
+          'URL',
+          'URLSearchParams',
+          'TextDecoder',
+          'AbortController',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+    rules: { 'no-console': 'error' },
+  },
+
+  // TypeScript, type-aware: the server, tests, bench and client, and the dashboard (web/, ADR 0020: browser
+  // TypeScript and TSX, type-aware through web/tsconfig.json, found by the project service).
+  {
+    files: [...tsFiles, 'web/**/*.{ts,tsx}'],
     extends: [js.configs.recommended, ...tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       parserOptions: {
@@ -229,9 +267,9 @@ export default defineConfig(
     },
   },
 
-  // Production code logs through pino, never the console.
+  // Production code logs through pino, never the console; the dashboard has no console either.
   {
-    files: ['src/**/*.ts'],
+    files: ['src/**/*.ts', 'web/**/*.{ts,tsx}'],
     ignores: ['src/**/*.test.ts'],
     rules: { 'no-console': 'error' },
   },

@@ -4,7 +4,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    exclude: ['test/faults/**', 'node_modules/**', 'dist/**'],
+    exclude: ['test/faults/**', 'test/cluster/**', 'node_modules/**', 'dist/**'],
     environment: 'node',
     testTimeout: 20_000,
     hookTimeout: 30_000,

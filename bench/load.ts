@@ -11,6 +11,8 @@ export interface LoadRequest {
 export interface LoadOptions {
   /** Base URL; must be http://127.0.0.1:<port>. */
   url: string;
+  /** More base URLs (several gateways): request `n` goes to `[url, ...alsoUrls][n % count]`. */
+  alsoUrls?: string[];
   /** Requests in flight at any time (also the agent's maxSockets). */
   concurrency: number;
   warmupMs: number;
@@ -103,10 +105,11 @@ function send(agent: http.Agent, base: URL, spec: LoadRequest, timeoutMs: number
  * request after the window closes or after `maxRequests`.
  */
 export async function runLoad(options: LoadOptions): Promise<LoadResult> {
-  const base = new URL(options.url);
-  assertLoopback(base);
+  const bases = [options.url, ...(options.alsoUrls ?? [])].map((url) => new URL(url));
+  for (const base of bases) assertLoopback(base);
   const agent = new http.Agent({
     keepAlive: true,
+    // Per origin: with several, each may hold every request in flight.
     maxSockets: options.concurrency,
     maxFreeSockets: options.concurrency,
   });
@@ -150,7 +153,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       const spec = options.request(n);
       const t0 = performance.now();
       try {
-        const { status, body } = await send(agent, base, spec, options.requestTimeoutMs);
+        const { status, body } = await send(agent, bases[n % bases.length]!, spec, options.requestTimeoutMs);
         const t1 = performance.now();
         statuses[status] = (statuses[status] ?? 0) + 1;
         if (status < 200 || status > 299) non2xx++;

@@ -195,11 +195,19 @@ export interface GatewaySpawnOptions {
   keepLines?: number;
 }
 
-/** Spawns `node dist/src/main.js <args>`; `ready` resolves with its base URL once it listens. */
+/**
+ * The flags of `node` the gateway runs with, as `npm start` and the `gatehouse` command start it (package.json's
+ * start script and the shebang of src/main.ts; test/lint/node-flags.test.ts keeps the three equal): young
+ * generation capped at 1 MiB per semi-space and one V8 worker thread, so idle RSS stays under 90 MB from the
+ * start (ADR 0019).
+ */
+export const GATEWAY_NODE_FLAGS: readonly string[] = ['--max-semi-space-size=1', '--v8-pool-size=1'];
+
+/** Spawns `node <GATEWAY_NODE_FLAGS> dist/src/main.js <args>`; `ready` resolves with its base URL once it listens. */
 export function spawnGateway(args: string[], options: GatewaySpawnOptions = {}): Child {
   return spawnNode({
     name: options.name ?? 'gateway',
-    args: [...(options.nodeArgs ?? []), GATEWAY_MAIN, ...args],
+    args: [...GATEWAY_NODE_FLAGS, ...(options.nodeArgs ?? []), GATEWAY_MAIN, ...args],
     cwd: options.cwd ?? ROOT,
     env: { PATH: process.env.PATH, TZ: 'UTC', ...options.env },
     findUrl: gatewayUrl,

@@ -7,6 +7,7 @@ import { createIdGenerator } from '../src/lib/ids.js';
 import { createLogger } from '../src/logs/logger.js';
 import { SearchEngine } from '../src/search/index.js';
 import { openStore } from '../src/store/index.js';
+import { jsonTarget, record, report, takeHandoff, writeJson } from './figures.js';
 
 /**
  * `node dist/bench/search.js`: full-text search latency of the knowledge
@@ -18,6 +19,8 @@ import { openStore } from '../src/store/index.js';
  * 0 whether the target is met or not, non-zero only when the run breaks.
  *
  * Knobs: BENCH_SEARCH_CHUNKS (default 100000), BENCH_SEARCH_QUERIES (200).
+ * `--json <file>` writes its figure, together with those the main bench left
+ * for it when both run from `npm run bench -- --json <file>`.
  */
 
 const TARGET_P50_MS = 10;
@@ -120,6 +123,7 @@ function summary(label: string, samples: number[]): { p50: number; p95: number }
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   const dataDir = mkdtempSync(join(tmpdir(), 'gatehouse-search-bench-'));
   const logger = createLogger({ level: 'error', stdout: { write: () => undefined } });
   const store = await openStore({ driver: 'sqlite', dataDir });
@@ -181,11 +185,33 @@ async function main(): Promise<void> {
     summary('engine.search (ranking only)', engineMs);
     const { p50 } = summary('GET /knowledge?query= service path', serviceMs);
     console.log(`target: p50 ≤ ${TARGET_P50_MS} ms → ${p50 <= TARGET_P50_MS ? 'met' : 'NOT met'} (service path)`);
+    record({
+      id: 'search.knowledge.p50_ms',
+      backend: 'sqlite',
+      label: 'GET /knowledge?query= service path, p50',
+      value: p50,
+      unit: 'ms',
+      target: { op: '<=', value: TARGET_P50_MS },
+    });
+    writeReport(startedAt);
   } finally {
     await search.close();
     await store.close();
     rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** With `--json <file>`: the main bench's figures (when it ran just before from the same script) and this one's. */
+function writeReport(startedAt: Date): void {
+  const main = takeHandoff();
+  const file = jsonTarget(process.argv.slice(2));
+  if (!file) return;
+  const own = report(startedAt, { chunks: CHUNKS, queries: QUERIES });
+  const merged = main ? { ...main, finished_at: own.finished_at, figures: [...main.figures, ...own.figures] } : own;
+  writeJson(file, merged);
+  console.log(
+    `figures written to ${file} (${merged.figures.length} figures${main ? ', the main bench’s included' : ''})`,
+  );
 }
 
 main().catch((error: unknown) => {

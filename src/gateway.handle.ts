@@ -1,6 +1,6 @@
 import type { ChannelRegistry, WebhookChannel, WebSocketChannel } from './channels/index.js';
 import type { Config } from './config/config.schema.js';
-import type { EventBus } from './events/index.js';
+import type { ClusterBus, EventBus } from './events/index.js';
 import type { Guard } from './http/guard.js';
 import type { RouteDef } from './http/route.js';
 import type { HttpApp } from './http/server.js';
@@ -13,7 +13,7 @@ import type { AgentTool, ModelProvider } from './runtime/index.js';
 import type { CronScheduler } from './scheduler/index.js';
 import type { AuditLog } from './security/audit.js';
 import type { SettingsService } from './settings/index.js';
-import type { Store } from './store/index.js';
+import type { Store, StoreFaults } from './store/index.js';
 import type { TaskRunner, TaskService } from './tasks/index.js';
 import type { MessagePath } from './turns/index.js';
 
@@ -47,6 +47,8 @@ export interface GatewayInternals {
   readonly messages: MessagePath;
   readonly provider: ModelProvider;
   readonly bus: EventBus;
+  /** The cross-process bus (ADR 0025): local, redis or nats. */
+  readonly cluster: ClusterBus;
   readonly metrics: GatewayMetrics;
   readonly cron: CronScheduler;
   readonly settings: SettingsService;
@@ -75,6 +77,8 @@ export interface GatewayOptions {
   clock?: Clock;
   ids?: IdGenerator;
   logger?: Logger;
+  /** The built dashboard served at `/` (`index.html` + `assets/`); default `dist/web/` of this package. */
+  dashboardRoot?: string;
   /** Routes added after the built-in ones (embedding, kernel tests). */
   extraRoutes?: RouteDef[];
   /** The configuration file read at start-up (`loadConfig().configPath`); PUT /config writes to it. */
@@ -89,4 +93,8 @@ export interface GatewayOptions {
   limits?: { idempotencyCeiling?: number; maxQueued?: number };
   /** Extra agent tools registered after the built-in ones (tests, embedding). */
   tools?: AgentTool[];
+  /** Tests only: the store's fault seam, to fail every query as in an outage (ADR 0014). */
+  storeFaults?: StoreFaults;
+  /** Keepalive interval of SSE answers in ms (default 15 s); tests shorten it. */
+  ssePingMs?: number;
 }

@@ -1,19 +1,24 @@
 import { analyticsRoutes } from './analytics/index.js';
 import { channelRoutes, createBuiltInChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './channels/index.js';
+import { addTelegramChannel, registerTelegramWebhook } from './channels/index.js';
+import { addSlackChannel, registerSlackEvents } from './channels/index.js';
 import { secretValues } from './config/config.redact.js';
 import { cronRoutes, presentCronRun } from './cron/index.js';
-import { docsRoutes } from './docs/index.js';
-import { EventBus, publishWrites } from './events/index.js';
-import { healthRoutes } from './health/index.js';
+import { isDashboardRoute, registerDashboardRoutes } from './dashboard/index.js';
+import { asyncApiRoutes, docsRoutes } from './docs/index.js';
+import { EventBus, openClusterBus, publishWrites, turnsTopicEvent } from './events/index.js';
+import { healthRoutes, ProviderHealth } from './health/index.js';
 import type { RouteDef } from './http/route.js';
 import { buildHttpServer } from './http/server.js';
 import { systemClock } from './lib/clock.js';
 import { createIdGenerator } from './lib/ids.js';
+import { ensurePrivateDirSync } from './lib/private-files.js';
 import { packageVersion } from './lib/version.js';
 import { KnowledgeService, knowledgeRoutes, knowledgeTools } from './knowledge/index.js';
 import { createLogPipeline, logRoutes } from './logs/index.js';
-import { MemoryService, memoryRoutes, memoryTools } from './memory/index.js';
+import { MemoryService, memoryRoutes, memoryTools, presentMemory } from './memory/index.js';
 import { GatewayMetrics, metricsRoutes } from './metrics/index.js';
+import { openAiRoutes } from './openai/index.js';
 import { createPairingService, pairingRoutes } from './pairing/index.js';
 import { createProvider, ToolRegistry } from './runtime/index.js';
 import { CronScheduler } from './scheduler/index.js';
@@ -21,6 +26,8 @@ import { createSearchEngine } from './search/index.js';
 import { createTokenScrubber } from './security/audit.js';
 import { createIdentityPolicy } from './security/identity.js';
 import { createSecurity, prepareAdminToken } from './security/security.js';
+import { ClusterCounts } from './security/cluster-counts.js';
+import { securityRoutes } from './security/security.routes.js';
 import { SessionService, sessionRoutes } from './sessions/index.js';
 import {
   agentListener,
@@ -39,6 +46,7 @@ import {
   skillsSystemContext,
 } from './skills/index.js';
 import { openStore } from './store/index.js';
+import { claimInstanceFile, instanceIdOf } from './cluster/index.js';
 import { presentTask, TaskRunner, TaskService, taskRoutes, taskTools } from './tasks/index.js';
 import { createMessagePath, messageRoutes } from './turns/index.js';
 import { internalsOf, type Gateway, type GatewayOptions } from './gateway.handle.js';
@@ -57,6 +65,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { auth } = config.gateway;
   let draining = false;
   const isDraining = () => draining;
+
+  // The data dir first, so everything created in it is private from the start (ADR 0013).
+  ensurePrivateDirSync(config.data_dir);
+  // This gateway's name among those sharing the database (ADR 0029): stable across restarts on this machine.
+  const instanceId = instanceIdOf({
+    configured: config.cluster.instance_id,
+    dataDir: config.data_dir,
+    port: config.gateway.port,
+  });
+  const releaseInstance = claimInstanceFile(config.data_dir, instanceId);
 
   // Security and operations: the admin token, secrets kept out of every output, logs, audit, guard.
   const admin = prepareAdminToken(config);
@@ -78,17 +96,61 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     onListenerError: (err) => logger.error({ source: 'config', err }, 'applying a live configuration change failed'),
   });
   settings.onChange(logLevelListener(logger));
-  const store = await openStore({ driver: config.storage.driver, dataDir: config.data_dir, url: config.storage.url });
-  const security = createSecurity({ config, clock, logger, adminToken: admin.token, scrub });
+  const store = await openStore({
+    driver: config.storage.driver,
+    dataDir: config.data_dir,
+    url: config.storage.url,
+    ...(options.storeFaults ? { faults: options.storeFaults } : {}),
+    onConnectionError: (err) =>
+      logger.warn({ source: 'store', err: err.message }, 'database connection dropped; the pool opens a new one'),
+  });
+  // The cross-process bus (ADR 0025): a configured one that cannot be reached stops the start.
+  const metrics = new GatewayMetrics();
+  const cluster = await openClusterBus({
+    config: config.bus,
+    instanceId,
+    version: packageVersion(),
+    clock,
+    logger,
+    observer: {
+      lag: (seconds) => metrics.busLag.observe(seconds),
+      dropped: (reason) => metrics.busDropped.inc({ reason }),
+      reconnected: () => metrics.busReconnects.inc(),
+      sent: () => metrics.busMessages.inc({ direction: 'sent' }),
+      received: () => metrics.busMessages.inc({ direction: 'received' }),
+    },
+  }).catch(async (err: unknown) => {
+    logger.error({ source: 'bus', err: (err as Error).message }, 'start-up refused: the bus cannot be used');
+    await store.close();
+    if (!options.logs) await logs.close();
+    releaseInstance();
+    throw err;
+  });
+  // Rate limits and the webhook's max_pending count across the gateways sharing the database (ADR 0028).
+  const clusterCounts = store.shared
+    ? new ClusterCounts({ store, instanceId, clock, logger, staleMs: config.cluster.takeover_after_ms })
+    : null;
+  const security = createSecurity({
+    config,
+    clock,
+    logger,
+    adminToken: admin.token,
+    scrub,
+    ...(clusterCounts ? { sharedCounts: clusterCounts.windows } : {}),
+  });
   const { audit, guard } = security;
   settings.onChange(rateLimitListener(security.rateLimits));
   const pairing = createPairingService({ store, clock, auth, audit });
   const identity = createIdentityPolicy({ auth, isPaired: (p, u) => pairing.isPaired(p, u), audit });
 
   // The agent's resources, each with its tools.
-  const bus = new EventBus();
+  const bus = new EventBus(10_000, cluster.shared ? (event) => cluster.publishFeed(event) : null);
   logs.connectBus(bus);
+  settings.onChange((_next, changed) => bus.publish('config', 'updated', { changed }));
   const provider = options.provider ?? createProvider(config.provider);
+  // Health: the provider's reachability, probed at most once a minute, and its calls' outcomes (ADR 0024).
+  const providerHealth = new ProviderHealth({ provider, clock, logger });
+  const startedAt = clock.now();
   const tools = new ToolRegistry();
   const skills = createSkillsService({
     store,
@@ -97,11 +159,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     onChange: (event, skill) => bus.publish('skills', event, presentSkill(skill)),
   });
   const search = createSearchEngine({ store, embeddings: config.embeddings, logger });
-  const memory = new MemoryService({ store, clock, ids, search });
+  const memory = new MemoryService({
+    store,
+    clock,
+    ids,
+    search,
+    onChange: (event, entry) =>
+      bus.publish('memory', event, 'content' in entry ? { ...presentMemory(entry) } : { id: entry.id }),
+  });
   const knowledge = new KnowledgeService({ store, clock, ids, search });
 
   // The message path: every entry point below goes through its door.
-  const metrics = new GatewayMetrics();
   store.writer.observe((seconds) => metrics.storeBatch.observe(seconds));
   const messages = createMessagePath({
     config,
@@ -109,7 +177,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     clock,
     ids,
     logger,
-    provider,
+    provider: providerHealth.track(provider),
     tools,
     checkIdentity: identity.check,
     idempotencyCacheSizes: { webhook: WEBHOOK_IDEMPOTENCY_CACHE },
@@ -122,12 +190,28 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     idempotencyCeiling: options.limits?.idempotencyCeiling,
     maxQueued: options.limits?.maxQueued,
+    owner: instanceId,
+    busConnected: () => cluster.shared && cluster.connected(),
+    onSessionFree: (sessionKey) => cluster.publishSessionFree(sessionKey),
+    interruptElsewhere: (eventId, reason) => cluster.publishInterrupt(eventId, reason),
   });
   settings.onChange(agentListener((live) => messages.reconfigure(live)));
+  // Turn events reach other processes once stored, as turn events (their `turns` topic is fed from those).
   messages.tap((event) => {
-    if (bus.hasListeners('turns'))
-      bus.publish('turns', event.type, { event_id: event.eventId, seq: event.seq, ...event.data });
+    if (bus.hasLocalListeners('turns')) bus.deliver(turnsTopicEvent(event));
   });
+  if (cluster.shared) {
+    messages.relay((event) => cluster.publishTurn(event));
+    cluster.receive({
+      feed: (event) => bus.deliver(event),
+      turn: (event) => {
+        if (messages.deliverRemote(event) && bus.hasLocalListeners('turns')) bus.deliver(turnsTopicEvent(event));
+      },
+      wake: (eventId) => messages.wake(eventId),
+      session: (sessionKey) => messages.sessionFree(sessionKey),
+      interrupt: (eventId, reason) => void messages.interruptHere(eventId, reason),
+    });
+  }
 
   // Work the gateway creates itself: tasks and cron, handed the door.
   const taskService = new TaskService({
@@ -184,6 +268,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger,
     isDraining,
   });
+  if (clusterCounts) webhook?.sharePending((name, local) => clusterCounts.gauge(name, local));
+  const telegram = addTelegramChannel({ config, messages, pairing, registry: channels, clock, logger }); // DECISIONS §16
+  const slack = addSlackChannel({ config, messages, pairing, registry: channels, clock, logger }); // DECISIONS §16
   metrics.gauge({
     queueDepth: messages.gauges.queued,
     turnsRunning: messages.gauges.running,
@@ -197,22 +284,32 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const replyTimeoutMs = Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000;
   const routes: RouteDef[] = [
     ...healthRoutes({
-      pingStore: () => store.ping(),
+      pingStore: async () => {
+        await store.ping();
+        await store.checkWrites(); // a full disk still answers the ping (ADR 0014)
+      },
       isDraining,
       provider: () => `${provider.type}:${provider.model}`,
-      providerIsEcho: () => provider.type === 'echo',
+      providerHealth: () => providerHealth.check(),
       channels: () => channels.states(),
+      bus: () => cluster.health(),
+      instanceId: () => cluster.instanceId,
+      peers: () => (cluster.shared ? cluster.peerList() : null),
       wsClients: () => websocket.clientCount(),
       sessionCounts: () => sessions.counts(),
+      version: packageVersion,
+      uptimeSeconds: () => (clock.now() - startedAt) / 1000,
     }),
     ...publishWrites(sessionRoutes({ service: sessions, messages, replyTimeoutMs }), bus, 'sessions'),
     ...messageRoutes(messages),
+    ...openAiRoutes({ messages, ids, clock, replyTimeoutMs }),
     ...messages.routes(),
     ...pairingRoutes({ service: pairing, auth }),
     ...publishWrites(cronRoutes({ store, clock, ids, runner: cron }), bus, 'cron'),
     ...channelRoutes(channels),
     ...logRoutes(logs),
     ...settingsRoutes({ service: settings, logger }),
+    ...securityRoutes({ config: () => settings.current() }),
     ...analyticsRoutes({
       store,
       clock,
@@ -224,27 +321,46 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...skillRoutes({ service: skills }),
     ...taskRoutes({ service: taskService }),
     ...memoryRoutes({ service: memory }),
-    ...knowledgeRoutes({ service: knowledge }),
+    ...publishWrites(knowledgeRoutes({ service: knowledge }), bus, 'knowledge'),
     ...metricsRoutes(metrics),
     ...docsRoutes({
       routes: () => routes,
       apiPrefix: config.gateway.api_prefix,
       version: packageVersion(),
       rateLimited: config.security.profile !== 'minimal',
+      tokenHeader: config.gateway.auth.token_header,
+    }),
+    ...asyncApiRoutes({
+      apiPrefix: config.gateway.api_prefix,
+      version: packageVersion(),
+      tokenHeader: config.gateway.auth.token_header,
     }),
     ...(options.extraRoutes ?? []),
   ];
   const app = buildHttpServer({
+    ...(options.ssePingMs !== undefined ? { ssePingMs: options.ssePingMs } : {}),
     config,
     routes,
     guard,
     logger,
     isDraining,
-    onResponse: (method, route, status) => metrics.requests.inc({ method, route, status: String(status) }),
+    // Dashboard files are not API traffic: counted apart (ADR 0021).
+    onResponse: (method, route, status) =>
+      isDashboardRoute(route)
+        ? metrics.dashboardRequests.inc({ status: String(status) })
+        : metrics.requests.inc({ method, route, status: String(status) }),
   });
   await websocket.register(app);
+  // Telegram's webhook mode (/telegram/<bot id>, secret header): on the webhook's port too, else the API's.
+  if (telegram?.webhook && webhook) webhook.mount((server) => registerTelegramWebhook(server, telegram));
+  else if (telegram?.webhook) await registerTelegramWebhook(app, telegram);
+  // Slack's Events API, signed, outside the token pipeline: on the webhook's port, else the API's (DECISIONS §16).
+  if (slack?.events && webhook) webhook.mount((server) => registerSlackEvents(server, slack.events!));
+  else if (slack?.events) await registerSlackEvents(app, slack.events);
+  registerDashboardRoutes(app, { guard, logger, ...(options.dashboardRoot ? { root: options.dashboardRoot } : {}) });
 
   await messages.start();
+  clusterCounts?.start(); // after the instance is registered: counts of unregistered instances are not read
   await taskRunner.start();
   await channels.startAll();
   cron.start();
@@ -258,12 +374,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     () => taskRuns,
     () => channels.stopAll(),
     () => app.close(),
+    () => cluster.close(),
+    () => providerHealth.close(),
     () => audit.close(),
     () => search.close(),
+    () => clusterCounts?.close(),
     () => store.close(),
     () => logger.info({ source: 'lifecycle' }, 'shutdown complete'),
     () => logger.flush(),
     () => (options.logs ? undefined : logs.close()),
+    () => releaseInstance(),
   ];
   let shutdownPromise: Promise<void> | null = null;
   const gateway: Gateway = {
@@ -284,6 +404,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   internalsOf.set(gateway, {
     store, guard, audit, routes, messages, provider, bus, metrics, cron, settings, channels, pairing, websocket,
     webhook, tasks: { service: taskService, runner: taskRunner }, isDraining, beginDrain: () => void (draining = true),
+    cluster,
   });
   return gateway;
 }

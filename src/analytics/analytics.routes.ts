@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { defineRoute, type RouteDef } from '../http/route.js';
+import { q } from '../http/validation.js';
 import { COST_PERIODS, DEFAULT_PERIOD, STAT_PERIODS } from './analytics.periods.js';
 import { presentCostSummary, presentUsageStats, presentVariant } from './analytics.presenter.js';
+import { costSummarySchema, usageStatsSchema, variantAnalyticsSchema } from './analytics.schema.js';
 import { type AnalyticsServiceDeps, createAnalyticsService } from './analytics.service.js';
 
 /** `group_by` of GET /analytics/cost (spec: model, channel, session, day). */
@@ -9,19 +11,11 @@ const COST_GROUPS = ['model', 'channel', 'session', 'day'] as const;
 /** `group_by` of the variant GET /analytics (spec: model, tool, channel). */
 const VARIANT_GROUPS = ['model', 'tool', 'channel'] as const;
 
-/** A closed set of query values; absent → `fallback`; anything else → 400 naming the allowed values. */
-function oneOf<const T extends readonly [string, ...string[]]>(values: T, fallback: T[number]) {
-  return z
-    .enum(values, { message: `must be one of ${values.join(', ')}` })
-    .optional()
-    .transform((v) => v ?? fallback);
-}
-
-const costQuery = z.object({ period: oneOf(COST_PERIODS, DEFAULT_PERIOD), group_by: oneOf(COST_GROUPS, 'model') });
-const usageQuery = z.object({ period: oneOf(STAT_PERIODS, DEFAULT_PERIOD) });
+const costQuery = z.object({ period: q.oneOf(COST_PERIODS, DEFAULT_PERIOD), group_by: q.oneOf(COST_GROUPS, 'model') });
+const usageQuery = z.object({ period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD) });
 const variantQuery = z.object({
-  period: oneOf(STAT_PERIODS, DEFAULT_PERIOD),
-  group_by: oneOf(VARIANT_GROUPS, 'model'),
+  period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD),
+  group_by: q.oneOf(VARIANT_GROUPS, 'model'),
 });
 
 /**
@@ -42,6 +36,7 @@ export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
       summary: 'Cost summary: total, breakdown by model, channel, session or day, and the daily trend',
       tags: ['analytics'],
       query: costQuery,
+      responses: [{ status: 200, description: 'The cost summary', schema: costSummarySchema }],
       handler: async (_ctx, { query }) => presentCostSummary(await service.costSummary(query.period, query.group_by)),
     }),
     defineRoute({
@@ -52,6 +47,7 @@ export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
       summary: 'Usage statistics: active sessions, messages, tool calls, tasks completed, skills used',
       tags: ['analytics'],
       query: usageQuery,
+      responses: [{ status: 200, description: 'The usage statistics', schema: usageStatsSchema }],
       handler: async (_ctx, { query }) => presentUsageStats(await service.usageStats(query.period)),
     }),
     defineRoute({
@@ -62,6 +58,9 @@ export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
       summary: 'Variant analytics: totals, per model, per tool (and per channel)',
       tags: ['analytics'],
       query: variantQuery,
+      responses: [
+        { status: 200, description: 'Totals, per model, per tool (per channel)', schema: variantAnalyticsSchema },
+      ],
       handler: async (_ctx, { query }) => presentVariant(await service.variant(query.period, query.group_by)),
     }),
   ];

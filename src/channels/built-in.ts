@@ -29,7 +29,7 @@ export function createBuiltInChannels(options: {
   guard: Guard;
   rateLimiter: RateLimiter;
   audit: AuditLog;
-  messages: Pick<MessagePath, 'submit' | 'follow' | 'waitFor' | 'interrupt'>;
+  messages: Pick<MessagePath, 'submit' | 'follow' | 'waitFor' | 'interrupt' | 'tap'>;
   bus: EventBus;
   /** The identity check at WebSocket authentication. */
   checkIdentity: IdentityCheck;

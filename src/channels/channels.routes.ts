@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { errors } from '../http/errors.js';
 import { defineRoute, type RouteDef } from '../http/route.js';
 import type { ChannelRegistry } from './channel-registry.js';
+import { channelListSchema, channelSchema } from './channels.schema.js';
 
 const nameParams = z.object({ channel_name: z.string().min(1) });
 
@@ -16,6 +17,7 @@ export function channelRoutes(registry: ChannelRegistry): RouteDef[] {
       summary,
       tags: ['channels'],
       params: nameParams,
+      responses: [{ status: 200, description: 'The channel after the change', schema: channelSchema }],
       handler: async (_ctx, { params }) => {
         const view = await registry[op](params.channel_name);
         if (!view) throw errors.notFound('channel');
@@ -29,6 +31,7 @@ export function channelRoutes(registry: ChannelRegistry): RouteDef[] {
       permission: 'api',
       summary: 'Channels and their state',
       tags: ['channels'],
+      responses: [{ status: 200, description: 'Every channel', schema: channelListSchema }],
       handler: () => ({ items: registry.list() }),
     }),
     defineRoute({
@@ -38,6 +41,7 @@ export function channelRoutes(registry: ChannelRegistry): RouteDef[] {
       summary: 'One channel',
       tags: ['channels'],
       params: nameParams,
+      responses: [{ status: 200, description: 'The channel', schema: channelSchema }],
       handler: (_ctx, { params }) => {
         const view = registry.get(params.channel_name);
         if (!view) throw errors.notFound('channel');

@@ -20,3 +20,17 @@ export {
   type WebSocketLimits,
 } from './websocket/websocket.channel.js';
 export { createBuiltInChannels, type BuiltInChannels } from './built-in.js';
+export { addTelegramChannel, type TelegramChannel } from './telegram/telegram.channel.js';
+export { registerTelegramWebhook } from './telegram/telegram.routes.js';
+export { addSlackChannel, type SlackChannel } from './slack/slack.channel.js';
+export { registerSlackEvents } from './slack/slack.routes.js';
+export { buildWebhookOpenApi } from './webhook/webhook.openapi.js';
+export {
+  authFrame,
+  interruptFrame,
+  messageFrame,
+  pingFrame,
+  subscribeFrame,
+  unsubscribeFrame,
+  type ServerFrame,
+} from './websocket/websocket.frames.js';

@@ -13,6 +13,7 @@ import {
   setConfigPath,
 } from './config.merge.js';
 import { defaultConfig, validateConfig } from './config.schema.js';
+import { deepObject } from '../../test/helpers/deep.js';
 
 describe('mergeConfigPatch', () => {
   it('merges objects, replaces arrays and scalars, and leaves its inputs alone', () => {
@@ -87,6 +88,24 @@ describe('diffConfigPaths and path helpers', () => {
     expect(getConfigPath(root, ['toString'])).toBeUndefined();
     expect(pathsOverlap(['a'], ['a', 'b'])).toBe(true);
     expect(pathsOverlap(['a', 'b'], ['a', 'c'])).toBe(false);
+  });
+});
+
+describe('deep input (ADR 0013: no recursion over request data)', () => {
+  const DEPTH = 100_000;
+
+  it('merges, compares and diffs 100 000 levels without exhausting the stack', () => {
+    const merged = mergeConfigPatch({ keep: true }, deepObject(DEPTH));
+    expect(merged.keep).toBe(true);
+    expect(jsonEqual(merged.a, deepObject(DEPTH).a)).toBe(true);
+    expect(jsonEqual(deepObject(DEPTH, 1), deepObject(DEPTH, 2))).toBe(false);
+    const paths = diffConfigPaths(deepObject(DEPTH, 1), deepObject(DEPTH, 2));
+    expect(paths).toHaveLength(1);
+    expect(paths[0]).toHaveLength(DEPTH);
+  });
+
+  it('diffs in a stable order whatever the walk: ties of dotted forms are ordered by keys', () => {
+    expect(diffConfigPaths({ a: { b: 1 }, 'a.b': 1 }, { a: { b: 2 }, 'a.b': 2 })).toEqual([['a', 'b'], ['a.b']]);
   });
 });
 

@@ -110,10 +110,41 @@ describe('loading order: defaults ← file ← environment ← flags', () => {
     expect(second.storage.driver).toBe('sqlite');
   });
 
-  it('never switches the provider type from the environment', () => {
-    const { config } = loadConfig({ argv: [], env: { OPENAI_API_KEY: 'sk-env' }, cwd: dirWith() });
-    expect(config.provider.type).toBe('echo');
-    expect(config.provider.api_key).toBeNull();
+  it('selects the provider from the environment only when the file has no provider block, and says why', () => {
+    const openai = loadConfig({
+      argv: [],
+      env: { OPENAI_API_KEY: 'sk-env', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', ANTHROPIC_API_KEY: 'sk-ant' },
+      cwd: dirWith(),
+    });
+    expect(openai.config.provider).toMatchObject({
+      type: 'openai',
+      api_key: 'sk-env',
+      base_url: 'http://127.0.0.1:9/v1',
+    });
+    expect(openai).toMatchObject({ providerSource: 'environment', providerVariable: 'OPENAI_API_KEY' });
+    expect(openai.fileObject).toEqual({}); // nothing of the environment reaches what a write back would save
+
+    const anthropic = loadConfig({ argv: [], env: { ANTHROPIC_API_KEY: 'sk-ant' }, cwd: dirWith('gateway: {}\n') });
+    expect(anthropic.config.provider).toMatchObject({ type: 'anthropic', api_key: 'sk-ant' });
+    expect(anthropic).toMatchObject({ providerSource: 'environment', providerVariable: 'ANTHROPIC_API_KEY' });
+
+    const none = loadConfig({ argv: [], env: {}, cwd: dirWith() });
+    expect(none.config.provider.type).toBe('echo');
+    expect(none).toMatchObject({ providerSource: 'default', providerVariable: null });
+  });
+
+  it('never switches a provider block of the file from the environment', () => {
+    const env = { OPENAI_API_KEY: 'sk-env', ANTHROPIC_API_KEY: 'sk-ant' };
+    const echo = loadConfig({ argv: [], env, cwd: dirWith('provider:\n  type: echo\n') });
+    expect(echo.config.provider).toMatchObject({ type: 'echo', api_key: null });
+    expect(echo.providerSource).toBe('file');
+    const anthropic = loadConfig({ argv: [], env, cwd: dirWith('provider:\n  type: anthropic\n') });
+    expect(anthropic.config.provider).toMatchObject({ type: 'anthropic', api_key: 'sk-ant' });
+    expect(anthropic.providerSource).toBe('file');
+    // A block without a type keeps the default type: the environment fills keys, it never picks the type.
+    const untyped = loadConfig({ argv: [], env, cwd: dirWith('provider:\n  timeout_seconds: 30\n') });
+    expect(untyped.config.provider).toMatchObject({ type: 'echo', api_key: null, timeout_seconds: 30 });
+    expect(untyped.providerSource).toBe('default');
   });
 });
 
@@ -164,6 +195,11 @@ describe('redaction', () => {
   it('knows every secret key from the schema', () => {
     expect([...SECRET_PATHS].sort()).toEqual([
       'bus.url',
+      'channels.slack.app_token',
+      'channels.slack.bot_token',
+      'channels.slack.signing_secret',
+      'channels.telegram.bot_token',
+      'channels.telegram.webhook_secret',
       'channels.webhook.secret',
       'embeddings.api_key',
       'gateway.auth.admin_tokens',

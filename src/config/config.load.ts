@@ -20,6 +20,19 @@ export interface CliFlags {
   help?: boolean;
 }
 
+/**
+ * Why the model provider is the one in use: `file` (the file's `provider.type`), `environment` (no `provider`
+ * block in the file, and OPENAI_API_KEY or ANTHROPIC_API_KEY is set) or `default` (neither: the built-in `echo`).
+ */
+export type ProviderSource = 'file' | 'environment' | 'default';
+
+/** What the environment decided beyond plain values (`applyEnvironment`). */
+export interface EnvironmentOutcome {
+  providerSource: ProviderSource;
+  /** The variable that selected the provider when `providerSource` is `environment`, else null. */
+  providerVariable: 'OPENAI_API_KEY' | 'ANTHROPIC_API_KEY' | null;
+}
+
 /** The loaded configuration and where it came from. */
 export interface LoadedConfig {
   config: Config;
@@ -29,6 +42,10 @@ export interface LoadedConfig {
   fileObject: Record<string, unknown>;
   /** Non-fatal problems worth a start-up warning. */
   warnings: string[];
+  /** Why `config.provider.type` is what it is (the start-up banner says it). */
+  providerSource: ProviderSource;
+  /** The environment variable that selected the provider (`providerSource` `environment`), else null. */
+  providerVariable: EnvironmentOutcome['providerVariable'];
 }
 
 const FLAG_NAMES: Record<string, keyof CliFlags> = {
@@ -105,13 +122,30 @@ export function readConfigFile(path: string): Record<string, unknown> {
 /**
  * Applies the documented environment variables over a raw config object
  * (DECISIONS §1). `GATEHOUSE_*` always win over the file; provider keys,
- * DATABASE_URL and REDIS_URL only fill what the file left unset.
+ * DATABASE_URL, REDIS_URL and NATS_URL only fill what the file left unset. With no
+ * `provider` block at all, OPENAI_API_KEY selects `openai` (with
+ * OPENAI_BASE_URL when set), else ANTHROPIC_API_KEY selects `anthropic`;
+ * a `provider` block in the file is never switched by the environment.
+ * Returns why the provider is the one in use.
  */
-export function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
+export function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): EnvironmentOutcome {
   const gateway = (): Record<string, unknown> => child(raw, 'gateway');
   if (env.GATEHOUSE_HOST) gateway().host = env.GATEHOUSE_HOST;
   if (env.GATEHOUSE_PORT) gateway().port = intOrText(env.GATEHOUSE_PORT);
   if (env.GATEHOUSE_DATA_DIR) raw.data_dir = env.GATEHOUSE_DATA_DIR;
+
+  let outcome: EnvironmentOutcome = { providerSource: 'default', providerVariable: null };
+  if (raw.provider === undefined) {
+    if (env.OPENAI_API_KEY) {
+      raw.provider = { type: 'openai' };
+      outcome = { providerSource: 'environment', providerVariable: 'OPENAI_API_KEY' };
+    } else if (env.ANTHROPIC_API_KEY) {
+      raw.provider = { type: 'anthropic' };
+      outcome = { providerSource: 'environment', providerVariable: 'ANTHROPIC_API_KEY' };
+    }
+  } else if (isRecord(raw.provider) && raw.provider.type !== undefined) {
+    outcome = { providerSource: 'file', providerVariable: null };
+  }
 
   const provider = isRecord(raw.provider) ? raw.provider : undefined;
   const type = provider?.type ?? 'echo';
@@ -133,6 +167,32 @@ export function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.Proce
     raw.storage.url = env.DATABASE_URL;
   }
   if (env.REDIS_URL && !('bus' in raw)) raw.bus = { driver: 'redis', url: env.REDIS_URL };
+  else if (isRecord(raw.bus) && raw.bus.url == null) {
+    // A bus block without a URL takes its driver's from the environment, as storage takes DATABASE_URL.
+    const url = raw.bus.driver === 'redis' ? env.REDIS_URL : raw.bus.driver === 'nats' ? env.NATS_URL : undefined;
+    if (url) raw.bus.url = url;
+  }
+  // TELEGRAM_BOT_TOKEN: enables Telegram when the file has no telegram block, else fills an unset token (DECISIONS §16).
+  if (env.TELEGRAM_BOT_TOKEN) {
+    const channels = child(raw, 'channels');
+    if (channels.telegram === undefined) channels.telegram = { enabled: true, bot_token: env.TELEGRAM_BOT_TOKEN };
+    else if (isRecord(channels.telegram) && channels.telegram.bot_token == null) {
+      channels.telegram.bot_token = env.TELEGRAM_BOT_TOKEN;
+    }
+  }
+  // SLACK_*: enable Slack when both required secrets are set and the file has no slack block, else fill unset ones.
+  if (env.SLACK_BOT_TOKEN || env.SLACK_SIGNING_SECRET || env.SLACK_APP_TOKEN) {
+    const channels = child(raw, 'channels');
+    const given = {
+      bot_token: env.SLACK_BOT_TOKEN,
+      signing_secret: env.SLACK_SIGNING_SECRET,
+      app_token: env.SLACK_APP_TOKEN,
+    };
+    if (channels.slack === undefined && given.bot_token && given.signing_secret) channels.slack = { enabled: true };
+    const slack = isRecord(channels.slack) ? channels.slack : {};
+    for (const [key, value] of Object.entries(given)) if (value && slack[key] == null) slack[key] = value;
+  }
+  return outcome;
 }
 
 /** Applies CLI flags, the last and strongest layer. */
@@ -169,7 +229,10 @@ export function dataDirConfigPath(dataDir: string): string {
 
 /** Options of `loadConfig`. */
 export interface LoadConfigOptions {
-  argv: readonly string[];
+  /** Command-line arguments to parse (`--config`, `--host`, `--port`, `--data-dir`); ignored when `flags` is given. */
+  argv?: readonly string[];
+  /** Flags already parsed (by the command line's argument library). */
+  flags?: CliFlags;
   env: NodeJS.ProcessEnv;
   cwd: string;
   /**
@@ -188,7 +251,7 @@ export interface LoadConfigOptions {
  * when present). Throws ConfigError listing every problem at once.
  */
 export function loadConfig(options: LoadConfigOptions): LoadedConfig {
-  const flags = parseArgs(options.argv);
+  const flags = options.flags ?? parseArgs(options.argv ?? []);
   const explicit = flags.config ?? options.env.GATEHOUSE_CONFIG;
   let configPath: string | null = null;
   if (explicit) {
@@ -203,11 +266,11 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   }
   const fileObject = configPath ? readConfigFile(configPath) : {};
   const raw = structuredClone(fileObject);
-  applyEnvironment(raw, options.env);
+  const environment = applyEnvironment(raw, options.env);
   applyFlags(raw, flags);
   const result = validateConfig(raw);
   if (!result.ok) throw new ConfigError(result.errors);
   const config = result.config;
   config.data_dir = resolve(options.cwd, config.data_dir);
-  return { config, configPath, fileObject, warnings: configWarnings(config) };
+  return { config, configPath, fileObject, warnings: configWarnings(config), ...environment };
 }

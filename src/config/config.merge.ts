@@ -27,57 +27,88 @@ export function isPlainObject(value: unknown): value is PlainObject {
  * Deep-merges `patch` over `base` into a new object; neither input is
  * modified. Objects merge key by key; arrays and scalars replace; a `null`
  * in the patch removes the key, so validation fills its schema default
- * ("null resets to default").
+ * ("null resets to default"). Iterative: a deep patch cannot exhaust the
+ * stack (ADR 0013).
  */
 export function mergeConfigPatch(base: PlainObject, patch: PlainObject): PlainObject {
   const out: PlainObject = structuredClone(base);
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) {
-      delete out[key];
-    } else if (isPlainObject(value)) {
-      const current = Object.hasOwn(out, key) ? out[key] : undefined;
-      put(out, key, mergeConfigPatch(isPlainObject(current) ? current : {}, value));
-    } else {
-      put(out, key, structuredClone(value));
+  // Each step merges one patch object into its (already cloned) target in `out`.
+  const steps: Array<{ target: PlainObject; patch: PlainObject }> = [{ target: out, patch }];
+  while (steps.length > 0) {
+    const step = steps.pop()!;
+    for (const [key, value] of Object.entries(step.patch)) {
+      if (value === null) {
+        delete step.target[key];
+      } else if (isPlainObject(value)) {
+        const current = Object.hasOwn(step.target, key) ? step.target[key] : undefined;
+        const target: PlainObject = isPlainObject(current) ? current : {};
+        put(step.target, key, target);
+        steps.push({ target, patch: value });
+      } else {
+        put(step.target, key, structuredClone(value));
+      }
     }
   }
   return out;
 }
 
-/** Structural equality of JSON values (key order ignored). */
+/** Structural equality of JSON values (key order ignored). Iterative. */
 export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((item, i) => jsonEqual(item, b[i]));
+  const pairs: Array<[unknown, unknown]> = [[a, b]];
+  while (pairs.length > 0) {
+    const [x, y] = pairs.pop()!;
+    if (x === y) continue;
+    if (Array.isArray(x) || Array.isArray(y)) {
+      if (!Array.isArray(x) || !Array.isArray(y) || x.length !== y.length) return false;
+      for (let i = 0; i < x.length; i++) pairs.push([x[i], y[i]]);
+    } else if (isPlainObject(x) && isPlainObject(y)) {
+      const keys = Object.keys(x);
+      if (keys.length !== Object.keys(y).length) return false;
+      for (const key of keys) {
+        if (!Object.hasOwn(y, key)) return false;
+        pairs.push([x[key], y[key]]);
+      }
+    } else {
+      return false;
+    }
   }
-  if (isPlainObject(a) && isPlainObject(b)) {
-    const keys = Object.keys(a);
-    if (keys.length !== Object.keys(b).length) return false;
-    return keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
-  }
-  return false;
+  return true;
 }
 
 /**
  * Leaf paths where `before` and `after` differ. Objects are compared key by
  * key; anything else (arrays, scalars, a key present on one side only) is
- * one path. Sorted, so callers and tests see a stable order.
+ * one path. Sorted, so callers and tests see a stable order. Iterative.
  */
 export function diffConfigPaths(before: unknown, after: unknown): string[][] {
+  // Each pending pair knows its parent's path node, so a path is spelled out only where a difference is.
+  interface PathNode {
+    parent: PathNode | null;
+    key: string;
+  }
+  const spell = (node: PathNode | null): string[] => {
+    const path: string[] = [];
+    for (let at = node; at !== null; at = at.parent) path.push(at.key);
+    return path.reverse();
+  };
   const out: string[][] = [];
-  const walk = (a: unknown, b: unknown, path: string[]): void => {
+  const pending: Array<{ a: unknown; b: unknown; at: PathNode | null }> = [{ a: before, b: after, at: null }];
+  while (pending.length > 0) {
+    const { a, b, at } = pending.pop()!;
     if (isPlainObject(a) && isPlainObject(b)) {
-      const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-      for (const key of keys) {
-        walk(Object.hasOwn(a, key) ? a[key] : undefined, Object.hasOwn(b, key) ? b[key] : undefined, [...path, key]);
+      for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) {
+        pending.push({
+          a: Object.hasOwn(a, key) ? a[key] : undefined,
+          b: Object.hasOwn(b, key) ? b[key] : undefined,
+          at: { parent: at, key },
+        });
       }
     } else if (!jsonEqual(a, b)) {
-      out.push(path);
+      out.push(spell(at));
     }
-  };
-  walk(before, after, []);
-  return out.sort((x, y) => x.join('.').localeCompare(y.join('.')));
+  }
+  // Paths whose dotted forms tie (a key holding a dot) are ordered by their keys, not by the walk.
+  return out.sort((x, y) => x.join('.').localeCompare(y.join('.')) || (JSON.stringify(x) < JSON.stringify(y) ? -1 : 1));
 }
 
 /** The value at `path`, or undefined when any step is missing. */

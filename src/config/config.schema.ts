@@ -1,9 +1,10 @@
 import { z } from 'zod';
 
 /**
- * The one source of every configuration key, its type and its default
- * (DECISIONS §1). Start-up, POST /config/validate and PUT/PATCH /config all
- * validate against this schema; the README's reference is written from it.
+ * The one source of every configuration key, its type, its default and its
+ * description (DECISIONS §1). Start-up, POST /config/validate and PUT/PATCH
+ * /config all validate against this schema; examples/gatehouse.yaml and the
+ * file `gatehouse init` writes are generated from it (config.example.ts).
  *
  * Objects are strict: an unknown key is an error at its dotted path.
  * Nothing is coerced: a string where a number belongs is an error.
@@ -17,6 +18,14 @@ function secret<T extends z.ZodType>(schema: T): T {
   return schema;
 }
 
+/**
+ * The documentation of a key (its `.meta()`): the sentences are joined with spaces. The commented example
+ * configuration (config.example.ts) prints it above the key, with the allowed values, secrecy and default.
+ */
+function about(...lines: string[]): { description: string } {
+  return { description: lines.join(' ') };
+}
+
 const nonEmpty = z.string().min(1, 'must not be empty');
 const port = z.number().int().min(0).max(65535);
 const positiveInt = z.number().int().min(1);
@@ -27,136 +36,472 @@ export const logLevels = ['debug', 'info', 'warning', 'error'] as const;
 
 const authSchema = z
   .strictObject({
-    mode: z.enum(authModes).default('pairing'),
-    allowed_users: z.array(nonEmpty).default([]),
-    admin_users: z.array(nonEmpty).default([]),
-    api_tokens: secret(z.array(nonEmpty).default([])),
-    admin_tokens: secret(z.array(nonEmpty).default([])),
+    mode: z
+      .enum(authModes)
+      .default('pairing')
+      .meta(
+        about(
+          'Which platform users may talk to the agent: open (everyone), allowlist (allowed_users and',
+          'admin_users), pairing (those plus users paired with a one-time code).',
+        ),
+      ),
+    allowed_users: z
+      .array(nonEmpty)
+      .default([])
+      .meta(
+        about(
+          'Users allowed under allowlist and pairing: user_id (any platform) or platform:user_id (wins when',
+          'both match).',
+        ),
+      ),
+    admin_users: z
+      .array(nonEmpty)
+      .default([])
+      .meta(about('Users with full rights in chat; same formats as allowed_users.')),
+    api_tokens: secret(
+      z
+        .array(nonEmpty)
+        .default([])
+        .meta(
+          about(
+            'Tokens with read and chat access. With no token configured at all, an admin token is generated',
+            'on first start into data_dir/gateway_auth/admin_token (gatehouse token show).',
+          ),
+        ),
+    ),
+    admin_tokens: secret(
+      z.array(nonEmpty).default([]).meta(about('Tokens with every right; when empty, api_tokens carry admin rights.')),
+    ),
     token_header: z
       .string()
       .regex(/^[A-Za-z0-9-]+$/, 'must be an HTTP header name')
-      .default('X-API-Token'),
-    allowed_origins: z.array(z.string()).default([]),
-    allowed_hosts: z.array(z.string()).default([]),
-    pairing_ttl_seconds: positiveInt.default(300),
-    loopback_trust: z.boolean().default(true),
+      .default('X-API-Token')
+      .meta(about('Header carrying a raw token; Authorization: Bearer <token> is always accepted too.')),
+    allowed_origins: z
+      .array(z.string())
+      .default([])
+      .meta(
+        about(
+          "Browser origins allowed to call the API (CORS); the gateway's own origin always is. Wildcards are",
+          'ignored.',
+        ),
+      ),
+    allowed_hosts: z
+      .array(z.string())
+      .default([])
+      .meta(
+        about(
+          'Host header values accepted on admin routes (on every route under profile extended). Empty with',
+          'a loopback bind: localhost, 127.0.0.1 and [::1].',
+        ),
+      ),
+    pairing_ttl_seconds: positiveInt.default(300).meta(about('Lifetime of a pairing code, in seconds.')),
+    loopback_trust: z
+      .boolean()
+      .default(true)
+      .meta(
+        about(
+          'Loopback peers skip the user check (they still need tokens); set false behind a reverse proxy',
+          'on the same host.',
+        ),
+      ),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('Who may use the gateway: tokens, user checks, Origin and Host rules. Changes here need a restart.'));
 
 const gatewaySchema = z
   .strictObject({
-    host: z.string().default('127.0.0.1'),
-    port: port.default(58123),
+    host: z
+      .string()
+      .default('127.0.0.1')
+      .meta(about('Bind address. A non-loopback address needs tokens (auth.api_tokens or auth.admin_tokens).')),
+    port: port.default(58123).meta(about('TCP port; 0 picks a free one.')),
     api_prefix: z
       .string()
       .regex(/^\/[A-Za-z0-9_\-/]*[A-Za-z0-9_-]$/, 'must start with / and not end with /')
-      .default('/api/v1'),
-    max_body_bytes: positiveInt.default(1_048_576),
+      .default('/api/v1')
+      .meta(about('Path prefix of every API route; each route is also served under /api.')),
+    max_body_bytes: positiveInt
+      .default(1_048_576)
+      .meta(about('Largest request body accepted, in bytes; a larger one is answered 413.')),
     auth: authSchema,
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('The main server: REST API, WebSocket, dashboard and the OpenAI-compatible API.'));
 
 const rateLimitsSchema = z
   .strictObject({
-    read: positiveInt.default(120),
-    write: positiveInt.default(30),
-    analytics: positiveInt.default(10),
-    lifecycle: positiveInt.default(5),
+    read: positiveInt.default(120).meta(about('GET requests.')),
+    write: positiveInt.default(30).meta(about('Requests of every other method.')),
+    analytics: positiveInt.default(10).meta(about('The /analytics routes.')),
+    lifecycle: positiveInt
+      .default(5)
+      .meta(about('Channel reconnect/disable/enable, configuration PUT/PATCH, knowledge reindex.')),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('Requests per minute per token, in fixed one-minute windows, by route group.'));
 
 const securitySchema = z
   .strictObject({
-    profile: z.enum(securityProfiles).default('standard'),
+    profile: z
+      .enum(securityProfiles)
+      .default('standard')
+      .meta(
+        about(
+          'minimal: no tokens, no rate limits, loopback only (local development); standard: tokens,',
+          'Origin and Host checks, rate limits; extended: standard plus the Host check on every route and',
+          'every token use audited.',
+        ),
+      ),
     rate_limits: rateLimitsSchema,
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('The security profile and the rate limits.'));
 
 const storageSchema = z
   .strictObject({
-    driver: z.enum(['sqlite', 'postgres']).default('sqlite'),
-    url: secret(z.string().nullable().default(null)),
+    driver: z
+      .enum(['sqlite', 'postgres'])
+      .default('sqlite')
+      .meta(about('sqlite: data_dir/gatehouse.db, one process; postgres: shared by several gateways.')),
+    url: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(about('postgres://user:password@host:5432/db when the driver is postgres; DATABASE_URL fills it.')),
+    ),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('The database. DATABASE_URL (postgres://…) selects PostgreSQL when this block is absent.'));
 
 const busSchema = z
   .strictObject({
-    driver: z.enum(['local', 'redis', 'nats']).default('local'),
-    url: secret(z.string().nullable().default(null)),
+    driver: z
+      .enum(['local', 'redis', 'nats'])
+      .default('local')
+      .meta(about('local: in-process; redis or nats: across gateway processes.')),
+    url: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(
+          about(
+            'URL of the Redis (redis://host:6379, rediss:// for TLS) or NATS (nats://host:4222) server.',
+            'Required when driver is redis or nats.',
+          ),
+        ),
+    ),
+    namespace: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, "_" and "-" only (1 to 64)')
+      .default('gatehouse')
+      .meta(
+        about(
+          'Prefix of every channel (Redis) or subject (NATS) the gateways use, so two clusters sharing one',
+          'server do not mix. Every gateway of one cluster must use the same.',
+        ),
+      ),
+    max_message_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(1_048_576)
+      .default(262_144)
+      .meta(
+        about(
+          'Largest message put on the bus. A larger live-feed event is not sent to other gateways (counted in',
+          'gatehouse_bus_dropped_total); a larger turn event is replaced by a wake-up that makes them read it',
+          'from the store.',
+        ),
+      ),
   })
-  .prefault({});
+  .prefault({})
+  .meta(
+    about(
+      'Cross-process events for several gateways on one PostgreSQL: the live feed, turn events (SSE and',
+      'WebSocket streams, waits) and heartbeats. REDIS_URL selects redis when this block is absent; REDIS_URL or',
+      'NATS_URL fills an unset url.',
+    ),
+  );
+
+const clusterSchema = z
+  .strictObject({
+    instance_id: z
+      .string()
+      .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" and "-" only (1 to 64)')
+      .nullable()
+      .default(null)
+      .meta(
+        about(
+          'Name of this gateway among those sharing one database. A restarted gateway with the same name takes',
+          'over its own turns at once. Default: derived from the host name, data_dir and gateway.port, so a',
+          'restart on the same machine keeps it. Every gateway of a cluster needs a different one.',
+        ),
+      ),
+    takeover_after_ms: z
+      .number()
+      .int()
+      .min(1_000)
+      .max(300_000)
+      .default(10_000)
+      .meta(
+        about(
+          'A gateway sharing the database that has been silent this long is dead: the others run its accepted',
+          'turns and end its running ones interrupted (process_restart). Heartbeats go every fifth of it.',
+        ),
+      ),
+  })
+  .prefault({})
+  .meta(about("Several gateways on one PostgreSQL: names and takeover of a dead gateway's turns."));
 
 const priceSchema = z.strictObject({
-  input_per_mtok: z.number().min(0),
-  output_per_mtok: z.number().min(0),
+  input_per_mtok: z.number().min(0).meta(about('USD per million input tokens.')),
+  output_per_mtok: z.number().min(0).meta(about('USD per million output tokens.')),
 });
 
 const providerSchema = z
   .strictObject({
-    type: z.enum(['echo', 'openai', 'anthropic']).default('echo'),
-    base_url: z.string().nullable().default(null),
-    api_key: secret(z.string().nullable().default(null)),
-    model: z.string().nullable().default(null),
-    timeout_seconds: positiveInt.default(120),
-    pricing: z.record(z.string(), priceSchema).default({}),
+    type: z
+      .enum(['echo', 'openai', 'anthropic'])
+      .default('echo')
+      .meta(
+        about(
+          'echo: offline, answers with the message itself; openai: any OpenAI-compatible server (OpenAI,',
+          'Ollama, vLLM, llama.cpp); anthropic: the Anthropic API.',
+        ),
+      ),
+    base_url: z
+      .string()
+      .nullable()
+      .default(null)
+      .meta(
+        about(
+          "Server URL; null: the provider's own (OpenAI's or Anthropic's). OPENAI_BASE_URL fills it for",
+          'openai. A local Ollama: http://127.0.0.1:11434/v1.',
+        ),
+      ),
+    api_key: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(
+          about(
+            'null: read from OPENAI_API_KEY (openai) or ANTHROPIC_API_KEY (anthropic). Keep keys in the',
+            'environment rather than in this file.',
+          ),
+        ),
+    ),
+    model: z.string().nullable().default(null).meta(about("Model name; null: the provider's default model.")),
+    timeout_seconds: positiveInt
+      .default(120)
+      .meta(about('A model call fails after this many seconds without data from the server.')),
+    pricing: z
+      .record(z.string(), priceSchema)
+      .default({})
+      .meta(
+        about(
+          'Prices per model, e.g. {my-model: {input_per_mtok: 0.5, output_per_mtok: 1.5}} (USD per million',
+          'tokens); a built-in table covers well-known models.',
+        ),
+      ),
   })
-  .prefault({});
+  .prefault({})
+  .meta(
+    about(
+      'The model provider. When this block is absent, OPENAI_API_KEY selects openai, else',
+      'ANTHROPIC_API_KEY selects anthropic, else echo is used.',
+    ),
+  );
 
 const embeddingsSchema = z
   .strictObject({
-    base_url: z.string().nullable().default(null),
-    api_key: secret(z.string().nullable().default(null)),
-    model: z.string().nullable().default(null),
+    base_url: z
+      .string()
+      .nullable()
+      .default(null)
+      .meta(about('Server URL of the /embeddings endpoint; null: full-text search only.')),
+    api_key: secret(z.string().nullable().default(null).meta(about('Key of the embeddings server, if it needs one.'))),
+    model: z.string().nullable().default(null).meta(about("Embedding model; null: the client's default model.")),
   })
-  .prefault({});
+  .prefault({})
+  .meta(
+    about(
+      'Optional: an OpenAI-compatible /embeddings endpoint adds vector similarity to memory and knowledge',
+      'search.',
+    ),
+  );
 
 const budgetSchema = z
   .strictObject({
-    daily_usd: z.number().min(0).nullable().default(null),
+    daily_usd: z
+      .number()
+      .min(0)
+      .nullable()
+      .default(null)
+      .meta(about('Spend cap per UTC day in USD, checked before each model call; null: no cap.')),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('Spending limits.'));
 
 const agentSchema = z
   .strictObject({
-    system_prompt: z.string().nullable().default(null),
-    max_tool_iterations: positiveInt.default(8),
-    max_concurrent_turns: positiveInt.default(16),
-    approval_required: z.array(nonEmpty).default([]),
+    system_prompt: z
+      .string()
+      .nullable()
+      .default(null)
+      .meta(about("Instructions added to the agent's system prompt; null: none.")),
+    max_tool_iterations: positiveInt.default(8).meta(about('Rounds of tool calls a turn may make at most.')),
+    max_concurrent_turns: positiveInt.default(16).meta(about('Turns running at once, across all sessions.')),
+    approval_required: z
+      .array(nonEmpty)
+      .default([])
+      .meta(about('Tool names that pause a turn (waiting_approval) until an admin approves the call.')),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('The agent loop.'));
 
 const webhookSchema = z
   .strictObject({
-    enabled: z.boolean().default(false),
-    host: z.string().default('0.0.0.0'),
-    port: port.default(8080),
+    enabled: z.boolean().default(false).meta(about('Runs the webhook server.')),
+    host: z.string().default('0.0.0.0').meta(about('Bind address of the webhook server.')),
+    port: port.default(8080).meta(about('Port of the webhook server, apart from the API; 0 picks a free one.')),
     path: z
       .string()
       .regex(/^\/\S*$/, 'must start with /')
-      .default('/webhook'),
-    secret: secret(z.string().nullable().default(null)),
-    max_pending: positiveInt.default(1000),
-    wait_timeout_seconds: positiveInt.default(120),
+      .default('/webhook')
+      .meta(about('Path senders POST to; GET {path}/health answers too.')),
+    secret: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(
+          about(
+            'HMAC-SHA256 key: X-Signature: sha256=<hex of the body> or Standard Webhooks headers (a whsec_…',
+            'secret is used as its base64 key). null: signatures are not checked.',
+          ),
+        ),
+    ),
+    max_pending: positiveInt
+      .default(1000)
+      .meta(about('Webhook messages accepted and not yet answered, at most; more are refused with 503.')),
+    wait_timeout_seconds: positiveInt
+      .default(120)
+      .meta(about('How long a request with "wait": true waits for the reply before 504.')),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('The signed-webhook server: any system POSTs signed JSON messages to it.'));
 
-const channelsSchema = z.strictObject({ webhook: webhookSchema }).prefault({});
+const telegramSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .meta(about('Runs the Telegram bot. Default true when TELEGRAM_BOT_TOKEN is set and no block is given.')),
+    bot_token: secret(
+      z.string().nullable().default(null).meta(about('Bot token from @BotFather; env TELEGRAM_BOT_TOKEN.')),
+    ),
+    mode: z
+      .enum(['polling', 'webhook'])
+      .default('polling')
+      .meta(about('polling: long-polls getUpdates; webhook: Telegram POSTs to /telegram/<bot id> (the gateway port).')),
+    webhook_secret: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(about('Webhook mode: the secret_token given to setWebhook, checked in X-Telegram-Bot-Api-Secret-Token.')),
+    ),
+    api_root: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+      .nullable()
+      .default(null)
+      .meta(about('Bot API root, e.g. a local Bot API server; null: https://api.telegram.org.')),
+    groups: z.boolean().default(false).meta(about('Answers in group chats too, only when mentioned or replied to.')),
+  })
+  .prefault({})
+  .meta(about('The Telegram channel (grammY): direct messages, and groups when enabled.'));
 
-const tasksSchema = z.strictObject({ max_concurrent: positiveInt.default(2) }).prefault({});
+const slackSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .meta(about('Runs the Slack app. Default true when SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET are set.')),
+    bot_token: secret(z.string().nullable().default(null).meta(about('Bot token (xoxb-…); env SLACK_BOT_TOKEN.'))),
+    signing_secret: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(about('Signing secret checking Events API requests (X-Slack-Signature); env SLACK_SIGNING_SECRET.')),
+    ),
+    app_token: secret(
+      z
+        .string()
+        .nullable()
+        .default(null)
+        .meta(about('App-level token (xapp-…); env SLACK_APP_TOKEN. Set: Socket Mode instead of HTTP events.')),
+    ),
+    events_path: z
+      .string()
+      .regex(/^\/\S*$/, 'must start with /')
+      .default('/slack/events')
+      .meta(about("Events API request URL path, on the webhook server's port (the API port when it is off).")),
+    api_url: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+      .nullable()
+      .default(null)
+      .meta(about('Web API base URL (tests); null: https://slack.com/api/.')),
+    groups: z
+      .boolean()
+      .default(false)
+      .meta(about('Answers in channels too: app mentions, and replies in threads the bot is in.')),
+  })
+  .prefault({})
+  .meta(about('The Slack channel (Events API or Socket Mode): direct messages, and channels when enabled.'));
+
+const channelsSchema = z
+  .strictObject({ webhook: webhookSchema, telegram: telegramSchema, slack: slackSchema })
+  .prefault({})
+  .meta(about('Message channels besides the API and the WebSocket.'));
+
+const tasksSchema = z
+  .strictObject({ max_concurrent: positiveInt.default(2).meta(about('Tasks running at once.')) })
+  .prefault({})
+  .meta(about('The background task runner.'));
 
 const logsSchema = z
   .strictObject({
-    level: z.enum(logLevels).default('info'),
-    buffer_entries: positiveInt.default(10_000),
+    level: z.enum(logLevels).default('info').meta(about('Lines below this level are not logged.')),
+    buffer_entries: positiveInt
+      .default(10_000)
+      .meta(about('Entries kept in memory for GET /logs and the live feed; older ones are in data_dir/logs/.')),
   })
-  .prefault({});
+  .prefault({})
+  .meta(about('Logging: JSON lines on standard output, day files in data_dir/logs/, GET /logs.'));
 
 export const configSchema = z.strictObject({
-  data_dir: z.string().min(1).default('./data'),
+  data_dir: z
+    .string()
+    .min(1)
+    .default('./data')
+    .meta(
+      about(
+        "The gateway's state: gatehouse.db (SQLite), gateway_auth/ (audit log, admin token), logs/.",
+        'Relative to the working directory.',
+      ),
+    ),
   gateway: gatewaySchema,
   security: securitySchema,
   storage: storageSchema,
   bus: busSchema,
+  cluster: clusterSchema,
   provider: providerSchema,
   embeddings: embeddingsSchema,
   budget: budgetSchema,

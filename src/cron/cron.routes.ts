@@ -1,6 +1,16 @@
 import { created, defineRoute, type RouteDef } from '../http/route.js';
 import { presentCronJob, presentCronRun } from './cron.presenter.js';
-import { createCronBody, cronParams, cronRunsQuery, updateCronBody } from './cron.schema.js';
+import {
+  createCronBody,
+  cronJobDeletedSchema,
+  cronJobListSchema,
+  cronJobSchema,
+  cronParams,
+  cronRunListSchema,
+  cronRunSchema,
+  cronRunsQuery,
+  updateCronBody,
+} from './cron.schema.js';
 import { CronService, type CronServiceDeps } from './cron.service.js';
 
 /**
@@ -20,6 +30,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
         : "Withdraw a cron job's authorisation",
       tags,
       params: cronParams,
+      responses: [{ status: 200, description: 'The job after the change', schema: cronJobSchema }],
       handler: async (_ctx, { params }) => presentCronJob(await service.setAuthorized(params.cron_id, authorized)),
     });
   return [
@@ -29,6 +40,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       permission: 'admin',
       summary: 'Every cron job, oldest first',
       tags,
+      responses: [{ status: 200, description: 'The jobs', schema: cronJobListSchema }],
       handler: async () => ({ items: (await service.list()).map(presentCronJob) }),
     }),
     defineRoute({
@@ -38,6 +50,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       summary: 'Create a cron job (five-field schedule, UTC); it starts unauthorised',
       tags,
       body: createCronBody,
+      responses: [{ status: 201, description: 'The created job, unauthorised', schema: cronJobSchema }],
       handler: async (_ctx, { body }) => created(presentCronJob(await service.create(body))),
     }),
     defineRoute({
@@ -47,6 +60,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       summary: 'One cron job',
       tags,
       params: cronParams,
+      responses: [{ status: 200, description: 'The job', schema: cronJobSchema }],
       handler: async (_ctx, { params }) => presentCronJob(await service.get(params.cron_id)),
     }),
     defineRoute({
@@ -57,6 +71,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       tags,
       params: cronParams,
       body: updateCronBody,
+      responses: [{ status: 200, description: 'The job after the change', schema: cronJobSchema }],
       handler: async (_ctx, { params, body }) => presentCronJob(await service.update(params.cron_id, body)),
     }),
     defineRoute({
@@ -66,6 +81,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       summary: 'Delete a cron job and its run history',
       tags,
       params: cronParams,
+      responses: [{ status: 200, description: 'Deleted', schema: cronJobDeletedSchema }],
       handler: async (_ctx, { params }) => {
         await service.remove(params.cron_id);
         return { id: params.cron_id, deleted: true };
@@ -81,6 +97,7 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       tags,
       params: cronParams,
       query: cronRunsQuery,
+      responses: [{ status: 200, description: 'The runs, newest first', schema: cronRunListSchema }],
       handler: async (_ctx, { params, query }) => ({
         items: (await service.runs(params.cron_id, query.limit)).map(presentCronRun),
       }),
@@ -92,6 +109,9 @@ export function cronRoutes(deps: CronServiceDeps): RouteDef[] {
       summary: 'Run a cron job now; answers the run once its turn is submitted (or skipped)',
       tags,
       params: cronParams,
+      responses: [
+        { status: 200, description: 'The run, once its turn is submitted (or skipped)', schema: cronRunSchema },
+      ],
       handler: async (_ctx, { params }) => presentCronRun(await service.trigger(params.cron_id)),
     }),
   ];

@@ -1,5 +1,19 @@
-/** Live-feed topics a WebSocket client may subscribe to (DECISIONS §8). */
-export const TOPICS = ['turns', 'sessions', 'tasks', 'cron', 'skills', 'channels', 'logs'] as const;
+/**
+ * Live-feed topics a WebSocket client may subscribe to: DECISIONS §8's seven, plus `memory`, `knowledge` and
+ * `config`, so every list of the dashboard updates without polling (ADR 0022).
+ */
+export const TOPICS = [
+  'turns',
+  'sessions',
+  'tasks',
+  'cron',
+  'skills',
+  'channels',
+  'logs',
+  'memory',
+  'knowledge',
+  'config',
+] as const;
 export type Topic = (typeof TOPICS)[number];
 
 /** One event on the live feed: `{type: "event", topic, event, data}` on the wire. */
@@ -11,22 +25,54 @@ export interface BusEvent {
 
 export type BusListener = (event: BusEvent) => void;
 
+/** The `turns` topic's event for one turn event (`{event_id, seq, …data}`), of this process or another. */
+export function turnsTopicEvent(event: {
+  eventId: string;
+  seq: number;
+  type: string;
+  data: Record<string, unknown>;
+}): BusEvent {
+  return { topic: 'turns', event: event.type, data: { event_id: event.eventId, seq: event.seq, ...event.data } };
+}
+
 /**
- * In-process publish/subscribe for the dashboard's live feed. Publishing never
- * throws and never waits: a listener that fails is skipped. Bounded by its
- * listeners (each WebSocket subscription is one, capped by `maxListeners`).
+ * Publish/subscribe for the dashboard's live feed. Publishing never throws
+ * and never waits: a listener that fails is skipped. Delivery in this process
+ * is direct and synchronous; with a shared bus (ADR 0025) each event is also
+ * handed to `forward`, and other processes' events arrive through `deliver`.
+ * Bounded by its listeners (each WebSocket subscription is one, capped by
+ * `maxListeners`).
  */
 export class EventBus {
   private readonly listeners = new Map<Topic, Set<BusListener>>();
   private count = 0;
 
-  constructor(private readonly maxListeners = 10_000) {}
+  /**
+   * @param forward sends this process's events to the other processes (the
+   *   cross-process bus's `publishFeed`); absent for the local bus. It must not throw.
+   */
+  constructor(
+    private readonly maxListeners = 10_000,
+    private readonly forward: ((event: BusEvent) => void) | null = null,
+  ) {}
 
-  /** Delivers an event to every listener of its topic. */
+  /** Delivers an event to every listener of its topic here, and forwards it to the other processes. */
   publish(topic: Topic, event: string, data: Record<string, unknown>): void {
-    const set = this.listeners.get(topic);
-    if (!set || set.size === 0) return;
     const message: BusEvent = { topic, event, data };
+    this.deliver(message);
+    if (this.forward) {
+      try {
+        this.forward(message);
+      } catch {
+        /* the bus counts its own failures; the publisher is never affected */
+      }
+    }
+  }
+
+  /** Delivers an event to this process's listeners only: another process's event, or one no other process needs. */
+  deliver(message: BusEvent): void {
+    const set = this.listeners.get(message.topic);
+    if (!set || set.size === 0) return;
     for (const listener of set) {
       try {
         listener(message);
@@ -59,8 +105,16 @@ export class EventBus {
     };
   }
 
-  /** True when anyone listens to `topic` (lets publishers skip building payloads). */
+  /**
+   * True when anyone may listen to `topic` (lets publishers skip building
+   * payloads): a listener here, or — with a shared bus — another process.
+   */
   hasListeners(topic: Topic): boolean {
+    return this.forward !== null || this.hasLocalListeners(topic);
+  }
+
+  /** True when a listener of `topic` is in this process. */
+  hasLocalListeners(topic: Topic): boolean {
     return (this.listeners.get(topic)?.size ?? 0) > 0;
   }
 }

@@ -1,3 +1,31 @@
-/** Events: the in-process live feed behind WebSocket `subscribe`, and the wrapper that publishes route writes on it. */
-export { EventBus, TOPICS, type BusEvent, type BusListener, type Topic } from './event-bus.js';
+/**
+ * Events: the live feed behind WebSocket `subscribe`, the wrapper that publishes route writes on it, and the
+ * cross-process bus (ADR 0025) that carries the feed, turn events and wake-ups between gateways.
+ */
+export { EventBus, TOPICS, turnsTopicEvent, type BusEvent, type BusListener, type Topic } from './event-bus.js';
 export { publishWrites } from './publish-writes.js';
+export {
+  BusUnavailableError,
+  busUrlForDisplay,
+  localBusAdapter,
+  type BusAdapter,
+  type BusConnectionListener,
+  type BusDriver,
+  type BusMessageHandler,
+} from './bus-adapter.js';
+export {
+  busSubjects,
+  busTimers,
+  ClusterBus,
+  HEARTBEAT_MS,
+  type BusDropReason,
+  type BusHealth,
+  type BusLogger,
+  type BusObserver,
+  type BusPeer,
+  type BusReceivers,
+  type BusTimers,
+  type BusTurnEvent,
+  type ClusterBusOptions,
+} from './cluster-bus.js';
+export { openClusterBus, type OpenBusOptions } from './bus.js';

@@ -1,2 +1,19 @@
 export { healthRoutes } from './health.routes.js';
-export { healthReport, type HealthProbes, type HealthReport } from './health.service.js';
+export {
+  channelsHealth,
+  healthReport,
+  type ComponentHealth,
+  type HealthComponents,
+  type HealthProbes,
+  type HealthReport,
+  type PeerHealth,
+} from './health.service.js';
+export {
+  DEFAULT_PROVIDER_HEALTH_POLICY,
+  ProviderHealth,
+  probeTimers,
+  type ChangeLogger,
+  type ProbeTimers,
+  type ProviderHealthOptions,
+  type ProviderHealthPolicy,
+} from './provider-health.js';

@@ -146,11 +146,17 @@ export function errorResponse(
   err: unknown,
   requestId: string,
   logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void },
-  options: { maxBodyBytes?: number } = {},
+  options: {
+    maxBodyBytes?: number;
+    /** The route's own error body (RouteDef `errorBody`), instead of the envelope and the conflict's body. */
+    body?: (error: ApiError, info: { requestId: string; conflict: boolean }) => unknown;
+  } = {},
 ): ErrorResponse {
   const { error, conflict, log } = classifyError(err, options);
   if (log === 'warn') logger.warn({ err: (err as Error).message, request_id: requestId }, 'store unavailable');
   if (log === 'error') logger.error({ err, request_id: requestId }, 'unhandled error');
+  if (options.body)
+    return { status: error.status, body: options.body(error, { requestId, conflict }), headers: error.headers };
   if (conflict) return { status: 409, body: { error: error.message }, headers: {} };
   return { status: error.status, body: errorEnvelope(error, requestId), headers: error.headers };
 }

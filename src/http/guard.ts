@@ -248,7 +248,7 @@ export function createGuard(options: GuardOptions): Guard {
         'access-control-allow-origin': origin,
         vary: 'Origin',
         'access-control-expose-headers':
-          'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After',
+          'X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Retry-After, X-Gatehouse-Event-Id',
       };
     },
   };
@@ -265,5 +265,6 @@ export function corsAllowHeaders(tokenHeader: string): string {
     'X-Request-Id',
     'Last-Event-ID',
     'Accept',
+    'X-Session-Key',
   ].join(', ');
 }

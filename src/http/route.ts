@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { RateGroup } from '../security/rate-limit.js';
+import type { ApiError } from './errors.js';
 
 /** Who may call a route (spec: Permission column; DECISIONS §4). */
 export type Permission = 'none' | 'api' | 'admin';
@@ -27,6 +28,8 @@ export interface RequestContext {
   loopbackTrusted: boolean;
   /** Fires when the client goes away. */
   signal: AbortSignal;
+  /** Keepalive interval of an SSE answer in ms (`openSse`; default 15 s); shorter in tests. */
+  ssePingMs?: number;
   /** Escape hatch for streaming routes (SSE); ordinary handlers return a value instead. */
   request: FastifyRequest;
   reply: FastifyReply;
@@ -48,6 +51,18 @@ export function created(body: unknown): HttpResult {
 
 /** Marker result: the handler wrote the response itself (SSE, hijacked reply). */
 export const HANDLED = Symbol('handled');
+
+/** One declared success response of a route. */
+export interface RouteResponse {
+  status: number;
+  description: string;
+  /** The body's shape (the presenter's output); absent for an empty body (204). */
+  schema?: z.ZodType;
+  /** Default `application/json`; `text/event-stream` for an SSE answer. */
+  contentType?: string;
+  /** Response headers it carries (names as sent, e.g. `X-Gatehouse-Event-Id`, `Retry-After`). */
+  headers?: string[];
+}
 
 export interface RouteInput<B, Q, P> {
   body: B;
@@ -81,8 +96,29 @@ export interface RouteDef<
   params?: P;
   /** Body size cap in bytes for this route; default `gateway.max_body_bytes`. */
   bodyLimit?: number;
+  /**
+   * The success responses this route gives (OpenAPI; the response-validation
+   * test checks every real response against the one declared for its status).
+   */
+  responses?: RouteResponse[];
+  /**
+   * Error statuses beyond those derived from the route's declaration (400,
+   * 401, 403, 404, 413, 429, 500, 503 are derived): e.g. 409, 502, 504.
+   */
+  errors?: number[];
+  /**
+   * Writes this route's error bodies in another wire shape (the
+   * OpenAI-compatible paths, ADR 0015): every error — the guard's, validation,
+   * the handler's, the idempotency conflict — keeps its status and headers.
+   */
+  errorBody?: ErrorBodyWriter;
+  /** The shape `errorBody` writes, for the OpenAPI document (ADR 0016); without it, "a JSON object". */
+  errorSchema?: z.ZodType;
   handler: (ctx: RequestContext, input: RouteInput<z.output<B>, z.output<Q>, z.output<P>>) => unknown;
 }
+
+/** A route's own error body for an `ApiError` (`conflict`: the idempotency conflict, spec rule 4). */
+export type ErrorBodyWriter = (error: ApiError, info: { requestId: string; conflict: boolean }) => unknown;
 
 /** Defines a route with its schemas' types flowing into the handler. */
 export function defineRoute<

@@ -3,8 +3,10 @@ import type { Config } from '../config/config.schema.js';
 import type { Logger } from '../logs/index.js';
 import { ApiError, errorEnvelope, errorResponse, errors } from './errors.js';
 import { corsAllowHeaders, type Guard, type GuardRequest } from './guard.js';
+import { parseJsonBody } from './json.js';
+import { closeAfterEarlyAnswer, protocolServerOptions, refuseMissingHost } from './protocol.js';
 import { requestIdFor } from './request-id.js';
-import { HANDLED, HttpResult, rateGroupOf, type RequestContext, type RouteDef } from './route.js';
+import { HANDLED, HttpResult, rateGroupOf, type ErrorBodyWriter, type RequestContext, type RouteDef } from './route.js';
 import { validatePart } from './validation.js';
 
 /** The alias every prefixed route is also served under (DECISIONS §2). */
@@ -19,6 +21,8 @@ export interface HttpServerOptions {
   isDraining: () => boolean;
   /** Told of every response (metrics). */
   onResponse?: (method: string, route: string, status: number) => void;
+  /** Keepalive interval of SSE answers in ms (default 15 s, DECISIONS §5); tests shorten it. */
+  ssePingMs?: number;
 }
 
 /** One concrete registration: method + full URL of a route definition. */
@@ -74,6 +78,8 @@ export function buildHttpServer(options: HttpServerOptions) {
     // by the time the server closes, draining has already answered them 503 or ended their turns.
     forceCloseConnections: true,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 1000 },
+    // Protocol errors (malformed request, oversized headers, no Host) in the envelope too (ADR 0013).
+    ...protocolServerOptions(httpLogger),
     // Errors Fastify raises before routing (a malformed %-escape, an over-long path segment)
     // still get the envelope and the request id.
     frameworkErrors: (error, request, reply) => {
@@ -85,28 +91,35 @@ export function buildHttpServer(options: HttpServerOptions) {
   });
   app.decorateRequest('gatehouse', null);
 
-  // Strict JSON: an empty body is "no body"; anything unparsable is 400.
+  // Strict JSON: an empty body is "no body"; anything unparsable, too deep, too wide or carrying a
+  // prototype key is 400 before validation (ADR 0013).
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, text, done) => {
     const body = text as string;
     if (body.trim() === '') return done(null, undefined);
     try {
-      done(null, JSON.parse(body));
-    } catch {
-      done(errors.badRequest('invalid JSON body'), undefined);
+      done(null, parseJsonBody(body));
+    } catch (err) {
+      done(err as Error, undefined);
     }
   });
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    refuseMissingHost(request, reply);
     const cors = guard.corsHeaders(guardRequest(request));
     if (cors) reply.headers(cors);
     const drainExempt = (request.routeOptions.config as { drainExempt?: boolean } | undefined)?.drainExempt;
     if (isDraining() && !drainExempt) throw errors.unavailable('gateway is shutting down');
   });
 
+  app.addHook('onSend', async (request, reply) => {
+    closeAfterEarlyAnswer(request, reply);
+  });
+
   app.setErrorHandler((error, request, reply) => {
-    const response = errorResponse(error, request.id, httpLogger);
+    const errorBody = (request.routeOptions.config as { errorBody?: ErrorBodyWriter } | undefined)?.errorBody;
+    const response = errorResponse(error, request.id, httpLogger, errorBody ? { body: errorBody } : {});
     void reply.code(response.status).headers(response.headers).send(response.body);
   });
 
@@ -147,12 +160,13 @@ export function buildHttpServer(options: HttpServerOptions) {
     app.route({
       method,
       url,
-      config: { drainExempt: route.drainExempt ?? false },
+      config: { drainExempt: route.drainExempt ?? false, ...(route.errorBody ? { errorBody: route.errorBody } : {}) },
       ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
       onRequest: async (request, reply) => {
         const result = guard.check(guardRequest(request), { permission: route.permission, rateGroup });
         reply.headers(result.rateHeaders);
         request.gatehouse = makeContext(request, reply, result.principal, result.loopbackTrusted);
+        if (options.ssePingMs !== undefined) request.gatehouse.ssePingMs = options.ssePingMs;
       },
       handler: async (request, reply) => {
         const ctx = request.gatehouse!;

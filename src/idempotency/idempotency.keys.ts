@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { errors } from '../http/errors.js';
+import { canonicalJson } from '../lib/json.js';
 
 /**
  * The pure rules of idempotency keys (spec: idempotent retries; DECISIONS §6):
@@ -110,17 +111,8 @@ export function scopeId(scope: IdempotencyScope): string {
   }
 }
 
-/** Canonical JSON: object keys sorted at every level, so equal meaning hashes equal. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value ?? null);
-}
+/** Canonical JSON (object keys sorted at every level, iterative), shared with knowledge metadata hashes. */
+export { canonicalJson };
 
 /** SHA-256 of the canonical JSON of a request's meaning (DECISIONS §6: what counts as "same content"). */
 export function fingerprint(content: Record<string, unknown>): string {
@@ -133,11 +125,14 @@ export interface MessageContent {
   userId: string;
   chatId: string;
   text: string;
+  /** Earlier messages the request carries itself (OpenAI-compatible fresh sessions); content only when present. */
+  context?: ReadonlyArray<{ role: string; content: string }>;
 }
 
 /**
  * The fingerprint of a message in its scope (DECISIONS §6): for /message and
- * the WebSocket `platform, user_id, chat_id, text`; for the webhook
+ * the WebSocket `platform, user_id, chat_id, text` (plus `context` when the
+ * request carries its own earlier messages); for the webhook
  * `sender_id, chat_id, text`. `wait`, `timeout_seconds` and where the key
  * travelled are not content.
  */
@@ -149,6 +144,9 @@ export function contentFingerprint(kind: ScopeKind, content: MessageContent): st
         user_id: content.userId,
         chat_id: content.chatId,
         text: content.text,
+        ...(content.context?.length
+          ? { context: content.context.map((m) => ({ role: m.role, content: m.content })) }
+          : {}),
       });
     case 'webhook':
       return fingerprint({ sender_id: content.userId, chat_id: content.chatId, text: content.text });

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database, IdempotencyRecordsTable } from '../store/index.js';
+import { prepared, type Database, type IdempotencyRecordsTable } from '../store/index.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -38,43 +38,56 @@ const MAX_RACE_RETRIES = 5;
 export async function claimIdempotencyKey(ex: Executor, record: IdempotencyRecord): Promise<IdempotencyClaim> {
   const row = toRow(record);
   for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
-    const inserted = await ex
-      .insertInto('idempotency_records')
-      .values(row)
-      .onConflict((oc) => oc.columns(['scope', 'key']).doNothing())
-      .returning('scope')
-      .executeTakeFirst();
-    if (inserted) return { created: true };
-
-    const replaced = await ex
-      .updateTable('idempotency_records')
-      .set({
-        fingerprint: row.fingerprint,
-        event_id: row.event_id,
-        session_key: row.session_key,
-        wait: row.wait,
-        created_at: row.created_at,
-        expires_at: row.expires_at,
-      })
-      .where('scope', '=', record.scope)
-      .where('key', '=', record.key)
-      .where('expires_at', 'is not', null)
-      .where('expires_at', '<=', record.createdAt)
-      .returning('scope')
-      .executeTakeFirst();
-    if (replaced) return { created: true };
-
-    const existing = await ex
-      .selectFrom('idempotency_records')
-      .selectAll()
-      .where('scope', '=', record.scope)
-      .where('key', '=', record.key)
-      .executeTakeFirst();
+    if ((await insertRecord.rows(ex, row)).length > 0) return { created: true };
+    if ((await replaceExpired.rows(ex, row)).length > 0) return { created: true };
+    const existing = await recordOf.first(ex, { scope: record.scope, key: record.key });
     if (existing) return { created: false, existing: toRecord(existing) };
     // Purged between the insert and the read: claim again.
   }
   throw new Error('claimIdempotencyKey: the record kept changing under concurrent purges');
 }
+
+type RecordRow = Selectable<IdempotencyRecordsTable>;
+
+const insertRecord = prepared((ex, row: RecordRow) =>
+  ex
+    .insertInto('idempotency_records')
+    .values({
+      scope: row.scope,
+      key: row.key,
+      fingerprint: row.fingerprint,
+      event_id: row.event_id,
+      session_key: row.session_key,
+      wait: row.wait,
+      created_at: row.created_at,
+      expires_at: row.expires_at,
+    })
+    .onConflict((oc) => oc.columns(['scope', 'key']).doNothing())
+    .returning('scope'),
+);
+
+/** Takes over the key when its record has expired by the claim's creation time. */
+const replaceExpired = prepared((ex, row: RecordRow) =>
+  ex
+    .updateTable('idempotency_records')
+    .set({
+      fingerprint: row.fingerprint,
+      event_id: row.event_id,
+      session_key: row.session_key,
+      wait: row.wait,
+      created_at: row.created_at,
+      expires_at: row.expires_at,
+    })
+    .where('scope', '=', row.scope)
+    .where('key', '=', row.key)
+    .where('expires_at', 'is not', null)
+    .where('expires_at', '<=', row.created_at)
+    .returning('scope'),
+);
+
+const recordOf = prepared((ex, input: { scope: string; key: string }) =>
+  ex.selectFrom('idempotency_records').selectAll().where('scope', '=', input.scope).where('key', '=', input.key),
+);
 
 /** The unexpired record of `(scope, key)` at `now`, or null. */
 export async function getIdempotencyRecord(
@@ -98,14 +111,16 @@ export async function getIdempotencyRecord(
  * completed): sets `expires_at`. Returns how many records it set.
  */
 export async function setIdempotencyExpiry(ex: Executor, eventId: string, expiresAt: string): Promise<number> {
-  const result = await ex
-    .updateTable('idempotency_records')
-    .set({ expires_at: expiresAt })
-    .where('event_id', '=', eventId)
-    .where('expires_at', 'is', null)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
+  return expiry.affected(ex, { eventId, expiresAt });
 }
+
+const expiry = prepared((ex, input: { eventId: string; expiresAt: string }) =>
+  ex
+    .updateTable('idempotency_records')
+    .set({ expires_at: input.expiresAt })
+    .where('event_id', '=', input.eventId)
+    .where('expires_at', 'is', null),
+);
 
 /**
  * Points the record of `(scope, key)` at another event (a key reused after its

@@ -14,6 +14,7 @@ export { KNOWLEDGE_BODY_LIMIT } from './knowledge.schema.js';
 export {
   KNOWLEDGE_COLLECTION,
   KNOWLEDGE_MAX_CONTENT_BYTES,
+  type KnowledgeEntry,
   type KnowledgeItem,
   type KnowledgeList,
   type KnowledgeMatch,

@@ -1,6 +1,5 @@
-import { snippet } from '../search/index.js';
-import type { KnowledgeRecord } from './knowledge.repo.js';
-import type { KnowledgeItem } from './knowledge.service.js';
+import { type EmbeddingState, snippet } from '../search/index.js';
+import type { KnowledgeEntry, KnowledgeItem } from './knowledge.service.js';
 
 /** The wire shape of a knowledge entry (spec: Knowledge entry; DECISIONS §9). */
 export interface KnowledgeView {
@@ -11,6 +10,8 @@ export interface KnowledgeView {
   indexed_at: string;
   size_bytes: number;
   metadata: Record<string, unknown>;
+  /** How far vector search covers the document (`off` without an embeddings provider). */
+  embedding: EmbeddingState;
 }
 
 /** A listed entry; with a query it adds `score` (0..1) and its best chunks as snippets. */
@@ -20,7 +21,7 @@ export interface KnowledgeListView extends KnowledgeView {
 }
 
 /** Presents one entry. */
-export function presentKnowledge(record: KnowledgeRecord): KnowledgeView {
+export function presentKnowledge(record: KnowledgeEntry): KnowledgeView {
   return {
     id: record.id,
     title: record.title,
@@ -29,6 +30,7 @@ export function presentKnowledge(record: KnowledgeRecord): KnowledgeView {
     indexed_at: record.indexedAt,
     size_bytes: record.sizeBytes,
     metadata: record.metadata,
+    embedding: { ...record.embedding },
   };
 }
 

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Selectable } from 'kysely';
+import { canonicalJson } from '../lib/json.js';
 import type { DocFilter, Executor } from '../search/index.js';
 
 /** `knowledge` (migration 006_memory_knowledge): one row per knowledge document, its text kept for reindexing. */
@@ -150,22 +151,11 @@ export function knowledgeFilter(ex: Executor, filters: KnowledgeFilters): DocFil
 
 /**
  * SHA-256 hex of the canonical JSON of a metadata value (object keys
- * sorted, recursively), so equal values compare equal whatever their key
+ * sorted at every level), so equal values compare equal whatever their key
  * order, and values of any size fit an index.
  */
 export function metadataValueHash(value: unknown): string {
   return createHash('sha256').update(canonicalJson(value)).digest('hex');
-}
-
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 const RECORD_COLUMNS = [

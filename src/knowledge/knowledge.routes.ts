@@ -6,6 +6,9 @@ import { presentKnowledge, presentKnowledgeItem } from './knowledge.presenter.js
 import {
   KNOWLEDGE_BODY_LIMIT,
   knowledgeCreateFields,
+  knowledgeDeletedSchema,
+  knowledgeEntrySchema,
+  knowledgeListSchema,
   knowledgeQueryText,
   knowledgeSource,
   parseMetadataFilter,
@@ -46,6 +49,7 @@ export function knowledgeRoutes(deps: KnowledgeRoutesDeps): RouteDef[] {
           .max(64 * 1024)
           .optional(),
       }),
+      responses: [{ status: 200, description: 'The entries', schema: knowledgeListSchema }],
       handler: async (ctx, { query }) => {
         if (query.limit !== undefined && query.top_k !== undefined && query.limit !== query.top_k) {
           throw errors.validation([{ path: 'query.top_k', message: 'limit and top_k differ; give one of them' }]);
@@ -74,6 +78,7 @@ export function knowledgeRoutes(deps: KnowledgeRoutesDeps): RouteDef[] {
       tags: ['knowledge'],
       bodyLimit: KNOWLEDGE_BODY_LIMIT,
       body: objectBody(knowledgeCreateFields),
+      responses: [{ status: 201, description: 'The created entry', schema: knowledgeEntrySchema }],
       handler: async (ctx, { body }) => {
         if (Buffer.byteLength(body.content, 'utf8') > KNOWLEDGE_MAX_CONTENT_BYTES) {
           throw new ApiError('PAYLOAD_TOO_LARGE', `content exceeds ${KNOWLEDGE_MAX_CONTENT_BYTES} bytes`, {
@@ -90,6 +95,7 @@ export function knowledgeRoutes(deps: KnowledgeRoutesDeps): RouteDef[] {
       summary: 'One knowledge entry',
       tags: ['knowledge'],
       params: entryParams,
+      responses: [{ status: 200, description: 'The entry', schema: knowledgeEntrySchema }],
       handler: async (_ctx, { params }) => {
         const record = await service.get(params.id);
         if (!record) throw errors.notFound('knowledge entry');
@@ -103,6 +109,7 @@ export function knowledgeRoutes(deps: KnowledgeRoutesDeps): RouteDef[] {
       summary: 'Delete a knowledge entry and its index',
       tags: ['knowledge'],
       params: entryParams,
+      responses: [{ status: 200, description: 'Deleted', schema: knowledgeDeletedSchema }],
       handler: async (_ctx, { params }) => {
         if (!(await service.remove(params.id))) throw errors.notFound('knowledge entry');
         return { id: params.id, deleted: true };
@@ -116,6 +123,7 @@ export function knowledgeRoutes(deps: KnowledgeRoutesDeps): RouteDef[] {
       summary: 'Re-chunk and re-index one entry from its stored text; indexed_at moves',
       tags: ['knowledge'],
       params: entryParams,
+      responses: [{ status: 200, description: 'The entry, re-indexed', schema: knowledgeEntrySchema }],
       handler: async (ctx, { params }) => {
         const record = await service.reindex(params.id, ctx.signal);
         if (!record) throw errors.notFound('knowledge entry');

@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, expect, it } from 'vitest';
 import { ManualClock } from '../lib/clock.js';
 import { createIdGenerator } from '../lib/ids.js';
 import { createLogger } from '../logs/logger.js';
-import { SearchEngine } from '../search/index.js';
+import { EmbeddingsError, SearchEngine } from '../search/index.js';
 import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
 import { KNOWLEDGE_COLLECTION, KnowledgeService } from './knowledge.service.js';
 
@@ -136,5 +136,89 @@ describeBackends('knowledge service', (backend) => {
       await knowledge.list({ query, limit: 5 });
     }
     expect((await knowledge.list({ query: '(parentheses', limit: 5 })).items).toHaveLength(1);
+  });
+});
+
+describeBackends('knowledge service: embedding state', (backend) => {
+  let t: TestStore;
+  let search: SearchEngine;
+  let knowledge: KnowledgeService;
+  /** Texts holding REFUSE are refused (HTTP 400); with `down`, every call fails (HTTP 503). */
+  const client = {
+    model: 'stub-embed',
+    down: false,
+    embed(texts: readonly string[]): Promise<Float32Array[]> {
+      if (client.down)
+        return Promise.reject(new EmbeddingsError('embeddings request failed: HTTP 503', { status: 503 }));
+      if (texts.some((text) => text.includes('REFUSE'))) {
+        return Promise.reject(new EmbeddingsError('embeddings request failed: HTTP 400', { status: 400 }));
+      }
+      return Promise.resolve(texts.map(() => Float32Array.from([1, 0, 0])));
+    },
+  };
+
+  beforeAll(async () => {
+    t = await backend.open();
+  });
+  afterAll(async () => {
+    await t.cleanup();
+  });
+  beforeEach(async () => {
+    const db = t.store.db;
+    await db.deleteFrom('knowledge_metadata').execute();
+    await db.deleteFrom('knowledge').execute();
+    await db.deleteFrom('search_chunks').execute();
+    if (backend.name === 'sqlite')
+      await sql`insert into knowledge_fts (knowledge_fts) values ('delete-all')`.execute(db);
+    client.down = false;
+    const clock = new ManualClock(START);
+    search = new SearchEngine({ store: t.store, logger, embeddings: client, backgroundEmbedding: false });
+    knowledge = new KnowledgeService({ store: t.store, clock, ids: createIdGenerator(clock), search });
+  });
+  afterEach(async () => {
+    await search.close();
+  });
+
+  it('pending while chunks wait for vectors, ready once every chunk has one, in get, list and search', async () => {
+    client.down = true;
+    const doc = await knowledge.create({
+      title: 'Guide',
+      content: longDocument(30, 'The zebra crossing is marked here.', 7),
+      source: 'docs',
+    });
+    expect(doc.chunkCount).toBeGreaterThan(1);
+    const pending = { status: 'pending', chunks: doc.chunkCount, embedded: 0, failed: 0 };
+    expect(doc.embedding).toEqual(pending);
+    expect((await knowledge.get(doc.id))!.embedding).toEqual(pending);
+    client.down = false;
+    expect(await search.embedPending()).toBe(doc.chunkCount);
+    const ready = { status: 'ready', chunks: doc.chunkCount, embedded: doc.chunkCount, failed: 0 };
+    expect((await knowledge.get(doc.id))!.embedding).toEqual(ready);
+    expect((await knowledge.list({ limit: 5 })).items[0]!.record.embedding).toEqual(ready);
+    expect((await knowledge.list({ query: 'zebra', limit: 5 })).items[0]!.record.embedding).toEqual(ready);
+  });
+
+  it('failed when nothing waits but the provider refused a chunk; the others are embedded', async () => {
+    const content = longDocument(30, 'REFUSE this paragraph, please.', 20);
+    const doc = await knowledge.create({ title: 'Mixed', content, source: 'docs' });
+    expect(doc.embedding.status).toBe('pending'); // the batch was refused as a whole before the write
+    await search.embedPending(); // row by row: only the chunk holding REFUSE is refused
+    const state = (await knowledge.get(doc.id))!.embedding;
+    expect(state.status).toBe('failed');
+    expect(state.failed).toBeGreaterThanOrEqual(1);
+    expect(state.embedded).toBeGreaterThanOrEqual(1);
+    expect(state.embedded + state.failed).toBe(doc.chunkCount);
+  });
+
+  it('reindex starts over: the new chunks are embedded before the write', async () => {
+    const doc = await knowledge.create({ title: 'Small', content: 'one short chunk', source: 'docs' });
+    expect(doc.embedding).toEqual({ status: 'ready', chunks: 1, embedded: 1, failed: 0 });
+    client.down = true;
+    expect((await knowledge.reindex(doc.id))!.embedding).toEqual({
+      status: 'pending',
+      chunks: 1,
+      embedded: 0,
+      failed: 0,
+    });
   });
 });

@@ -1,6 +1,6 @@
 import { type Clock, isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import { type Collection, type SearchEngine, chunkText } from '../search/index.js';
+import { type Collection, type EmbeddingState, type SearchEngine, chunkText } from '../search/index.js';
 import type { Store } from '../store/index.js';
 import {
   type KnowledgeFilters,
@@ -47,9 +47,14 @@ export interface KnowledgeMatch {
   score: number;
 }
 
+/** A document as the API shows it: the stored record and how far vector search covers it. */
+export interface KnowledgeEntry extends KnowledgeRecord {
+  embedding: EmbeddingState;
+}
+
 /** A document of a listing; `score` and `matches` only with a query. */
 export interface KnowledgeItem {
-  record: KnowledgeRecord;
+  record: KnowledgeEntry;
   score?: number;
   matches?: KnowledgeMatch[];
 }
@@ -87,8 +92,11 @@ export class KnowledgeService {
     this.#search = options.search;
   }
 
-  /** Chunks, indexes and stores a document; `size_bytes` is the UTF-8 size of `content`. */
-  async create(input: NewKnowledge, signal?: AbortSignal): Promise<KnowledgeRecord> {
+  /**
+   * Chunks, indexes and stores a document; `size_bytes` is the UTF-8 size of
+   * `content`. Its `embedding` says which chunks still wait for a vector.
+   */
+  async create(input: NewKnowledge, signal?: AbortSignal): Promise<KnowledgeEntry> {
     const doc = await this.#search.prepare(chunkText(input.content), signal);
     const now = isoTime(this.#clock.now());
     const record: KnowledgeRecord = {
@@ -106,12 +114,13 @@ export class KnowledgeService {
       await this.#search.replace(trx, KNOWLEDGE_COLLECTION, record.id, doc);
     });
     this.#search.written(doc);
-    return record;
+    return (await this.#withEmbedding([record]))[0]!;
   }
 
   /** Document `id`, or null. */
-  async get(id: string): Promise<KnowledgeRecord | null> {
-    return getKnowledge(this.#store.db, id);
+  async get(id: string): Promise<KnowledgeEntry | null> {
+    const record = await getKnowledge(this.#store.db, id);
+    return record ? (await this.#withEmbedding([record]))[0]! : null;
   }
 
   /** Deletes document `id` and its chunks; false when there is none. */
@@ -127,7 +136,7 @@ export class KnowledgeService {
    * Re-chunks and re-indexes document `id` from its stored text (vectors are
    * computed again); `indexed_at` moves to now. Null when there is none.
    */
-  async reindex(id: string, signal?: AbortSignal): Promise<KnowledgeRecord | null> {
+  async reindex(id: string, signal?: AbortSignal): Promise<KnowledgeEntry | null> {
     const content = await getKnowledgeContent(this.#store.db, id);
     if (content === null) return null;
     const doc = await this.#search.prepare(chunkText(content), signal);
@@ -139,7 +148,7 @@ export class KnowledgeService {
     });
     if (!done) return null;
     this.#search.written(doc);
-    return getKnowledge(this.#store.db, id);
+    return this.get(id);
   }
 
   /**
@@ -150,7 +159,7 @@ export class KnowledgeService {
   async list(query: KnowledgeQuery): Promise<KnowledgeList> {
     const filters: KnowledgeFilters = { source: query.source, metadata: query.metadata };
     if (query.query === undefined || query.query.trim() === '') {
-      const records = await listKnowledge(this.#store.db, filters, query.limit);
+      const records = await this.#withEmbedding(await listKnowledge(this.#store.db, filters, query.limit));
       return { items: records.map((record) => ({ record })), terms: [] };
     }
     const result = await this.#search.search({
@@ -167,10 +176,12 @@ export class KnowledgeService {
       top.map((hit) => hit.docId),
     );
     const texts = await this.#search.chunkTexts(top.flatMap((hit) => hit.matches.map((match) => match.id)));
+    const states = await this.#search.embeddingStates(KNOWLEDGE_COLLECTION, [...records.values()]);
     const items: KnowledgeItem[] = [];
     for (const hit of top) {
-      const record = records.get(hit.docId);
-      if (!record) continue; // deleted between the search and this read
+      const found = records.get(hit.docId);
+      if (!found) continue; // deleted between the search and this read
+      const record: KnowledgeEntry = { ...found, embedding: states.get(found.id)! };
       const matches = hit.matches.flatMap((match) => {
         const text = texts.get(match.id);
         return text === undefined ? [] : [{ chunk: match.chunk, text, score: match.score }];
@@ -178,5 +189,11 @@ export class KnowledgeService {
       items.push({ record, score: hit.score, matches });
     }
     return { items, terms: result.terms };
+  }
+
+  /** The records with their embedding state (one query for all of them). */
+  async #withEmbedding(records: readonly KnowledgeRecord[]): Promise<KnowledgeEntry[]> {
+    const states = await this.#search.embeddingStates(KNOWLEDGE_COLLECTION, records);
+    return records.map((record) => ({ ...record, embedding: states.get(record.id)! }));
   }
 }

@@ -20,6 +20,7 @@ export {
   type LogBufferPage,
   type LogBufferStats,
   type LogListener,
+  type NumberedLogEntry,
 } from './log-buffer.js';
 export {
   DailyLogFiles,

@@ -1,8 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import { levelRank, matchesFilter, parseLogLine, type LogEntry, type LogFilter } from './log-entry.js';
 import type { LogSink } from './logger.js';
 
-/** Called with each new entry, synchronously, as it is logged. */
-export type LogListener = (entry: LogEntry, time: number) => void;
+/**
+ * Called with each new entry, synchronously, as it is logged; `seq` numbers
+ * the entries of this buffer from 1 (see `LogBuffer.run`).
+ */
+export type LogListener = (entry: LogEntry, time: number, seq: number) => void;
+
+/** One kept entry with its number in the buffer's run. */
+export interface NumberedLogEntry {
+  seq: number;
+  /** Epoch ms of its timestamp. */
+  time: number;
+  entry: LogEntry;
+}
 
 /** One page of buffered entries, newest first. */
 export interface LogBufferPage {
@@ -38,6 +50,8 @@ export interface LogBufferOptions {
   maxListeners?: number;
   /** Longer lines are stored shortened (see `parseLogLine`). Default `MAX_ENTRY_CHARS`. */
   maxEntryChars?: number;
+  /** Names this run of the buffer in entry ids (`run`); default 8 random hex digits. */
+  run?: string;
 }
 
 /** `LogBuffer.subscribe` refused: the listener cap is reached. */
@@ -61,8 +75,14 @@ export class TooManyLogListenersError extends Error {
 export class LogBuffer implements LogSink {
   /** Maximum number of entries held. */
   readonly capacity: number;
+  /**
+   * Names this run of the process: entry numbers start at 1 with each new
+   * buffer, so an entry's id (`<run>-<seq>`) tells which run it came from.
+   */
+  readonly run: string;
   private readonly entries: (LogEntry | undefined)[];
   private readonly times: Float64Array;
+  private readonly seqs: Float64Array;
   private readonly ranks: Uint8Array;
   private readonly listeners = new Set<LogListener>();
   private readonly maxListeners: number;
@@ -80,6 +100,8 @@ export class LogBuffer implements LogSink {
     this.capacity = capacity;
     this.entries = new Array<LogEntry | undefined>(capacity).fill(undefined);
     this.times = new Float64Array(capacity);
+    this.seqs = new Float64Array(capacity);
+    this.run = options.run ?? randomBytes(4).toString('hex');
     this.ranks = new Uint8Array(capacity);
     this.maxListeners = options.maxListeners ?? 1000;
     this.maxEntryChars = options.maxEntryChars;
@@ -104,12 +126,14 @@ export class LogBuffer implements LogSink {
     this.next = (slot + 1) % this.capacity;
     if (this.size < this.capacity) this.size += 1;
     this.stored += 1;
+    const seq = this.stored;
+    this.seqs[slot] = seq;
     if (this.listeners.size === 0 || this.dispatching) return;
     this.dispatching = true;
     try {
       for (const listener of this.listeners) {
         try {
-          listener(entry, time);
+          listener(entry, time, seq);
         } catch {
           // a failing listener must not break logging
         }
@@ -138,6 +162,25 @@ export class LogBuffer implements LogSink {
     return { items, total };
   }
 
+  /**
+   * Kept entries numbered after `afterSeq` that match `filter`, oldest first
+   * (a follower resuming). Entries already overwritten are gone: an
+   * `afterSeq` older than the oldest kept entry yields every kept match. O(size).
+   */
+  after(afterSeq: number, filter: LogFilter): NumberedLogEntry[] {
+    const out: NumberedLogEntry[] = [];
+    const first = (this.next - this.size + this.capacity) % this.capacity;
+    for (let i = 0; i < this.size; i++) {
+      const slot = (first + i) % this.capacity;
+      const entry = this.entries[slot];
+      const seq = this.seqs[slot]!;
+      if (!entry || seq <= afterSeq) continue;
+      if (!matchesFilter(this.times[slot]!, this.ranks[slot]!, entry.source, filter)) continue;
+      out.push({ seq, time: this.times[slot]!, entry });
+    }
+    return out;
+  }
+
   /** The oldest buffered time and how many entries share it; null when empty. */
   oldest(): LogBufferOldest | null {
     if (this.size === 0) return null;
@@ -158,7 +201,7 @@ export class LogBuffer implements LogSink {
   subscribe(listener: LogListener): () => void {
     if (this.listeners.size >= this.maxListeners) throw new TooManyLogListenersError(this.maxListeners);
     // A wrapper makes every subscription distinct, even for the same function.
-    const own: LogListener = (entry, time) => listener(entry, time);
+    const own: LogListener = (entry, time, seq) => listener(entry, time, seq);
     this.listeners.add(own);
     return () => {
       this.listeners.delete(own);

@@ -1,6 +1,7 @@
-import { chmod, mkdir, open, readdir, unlink, type FileHandle } from 'node:fs/promises';
+import { open, readdir, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { systemClock, type Clock } from '../lib/clock.js';
+import { ensurePrivateDir, openPrivateFile } from '../lib/private-files.js';
 import { peekLineTime, utcDay } from './log-entry.js';
 import type { LogSink } from './logger.js';
 
@@ -221,7 +222,7 @@ export class DailyLogFiles implements LogSink {
         const lines = batch.slice(i, j);
         try {
           const handle = await this.handleFor(day);
-          await handle.write(lines.join(''));
+          await appendWhole(handle, lines.join(''));
           this.counters.written += lines.length;
           this.counters.batches += 1;
           this.failureReported = false;
@@ -257,12 +258,10 @@ export class DailyLogFiles implements LogSink {
     this.current = null;
     await previous?.handle.close().catch(() => undefined);
     if (!this.dirReady) {
-      await mkdir(this.dir, { recursive: true, mode: 0o700 });
-      await chmod(this.dir, 0o700).catch(() => undefined);
+      await ensurePrivateDir(this.dir);
       this.dirReady = true;
     }
-    const handle = await open(this.pathFor(day), 'a', 0o600);
-    await handle.chmod(0o600).catch(() => undefined); // also tightens a pre-existing file
+    const handle = await openPrivateFile(this.pathFor(day), 'a'); // 0600, or tightened when an older file is wider
     this.current = { day, handle };
     await this.prune();
     return handle;
@@ -281,6 +280,28 @@ export class DailyLogFiles implements LogSink {
     } catch (err) {
       this.report(new Error(`log retention failed: ${(err as Error).message}`));
     }
+  }
+}
+
+/**
+ * Appends `text` whole or not at all: a short write (the disk filled up in the
+ * middle of a batch) is continued, and when the rest is refused what was
+ * written is cut off again, so the file stays whole lines and the lines
+ * written once there is room start on a line of their own.
+ */
+async function appendWhole(handle: FileHandle, text: string): Promise<void> {
+  const data = Buffer.from(text, 'utf8');
+  let done = 0;
+  try {
+    while (done < data.length) done += (await handle.write(data, done, data.length - done)).bytesWritten;
+  } catch (err) {
+    if (done > 0) {
+      await handle
+        .stat()
+        .then(({ size }) => handle.truncate(size - done))
+        .catch(() => undefined); // the write's own error is the one reported
+    }
+    throw err;
   }
 }
 

@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import { logLevels } from '../config/config.schema.js';
 import { errors } from '../http/errors.js';
-import { defineRoute, HANDLED, type RequestContext, type RouteDef } from '../http/route.js';
-import { openSse, type SseStream } from '../http/sse.js';
+import { defineRoute, HttpResult, HANDLED, type RequestContext, type RouteDef } from '../http/route.js';
+import { lastEventIdOf, openSse, type SseStream } from '../http/sse.js';
+import type { LogEvent } from '../docs/index.js';
 import { q } from '../http/validation.js';
 import { TooManyLogListenersError, type LogBuffer } from './log-buffer.js';
-import { levelRank, matchesFilter, type LogFilter } from './log-entry.js';
+import { levelRank, matchesFilter, type LogEntry, type LogFilter } from './log-entry.js';
 import type { DailyLogFiles } from './log-files.js';
+import { logPageSchema } from './logs.schema.js';
 import { queryLogs, type LogScanLimits } from './logs.service.js';
 
 /** What the logs routes read. A `LogPipeline` fits as is. */
@@ -48,6 +50,19 @@ export function logRoutes(deps: LogRoutesDeps): RouteDef[] {
       summary: 'Recent log entries, newest first; follow=true streams new ones as SSE `log` events',
       tags: ['logs'],
       query: logsQuery,
+      responses: [
+        {
+          status: 200,
+          description: 'One page of entries, newest first',
+          schema: logPageSchema,
+          headers: ['X-Log-Cursor'],
+        },
+        {
+          status: 200,
+          description: 'With follow=true: `log` events (each with an `id:`), resumable with Last-Event-ID',
+          contentType: 'text/event-stream',
+        },
+      ],
       handler: async (ctx, { query }) => {
         if (query.since !== undefined && query.until !== undefined && query.since > query.until) {
           throw errors.validation([{ path: 'query.until', message: 'must not be before since' }]);
@@ -59,38 +74,71 @@ export function logRoutes(deps: LogRoutesDeps): RouteDef[] {
           ...(query.source !== undefined ? { source: query.source } : {}),
         };
         if (query.follow) {
-          followLogs(ctx, deps.buffer, filter);
+          followLogs(ctx, deps.buffer, filter, resumeAfter(ctx, deps.buffer));
           return HANDLED;
         }
-        return queryLogs(
+        // The follow that comes next resumes from this page with `Last-Event-ID: <X-Log-Cursor>`, so nothing
+        // logged between the two requests is missed or shown twice: the buffer is read in this same tick.
+        const cursor = entryId(deps.buffer, deps.buffer.stats().stored);
+        const page = await queryLogs(
           { buffer: deps.buffer, files: deps.files ?? null },
           { ...filter, limit: query.limit, offset: query.offset },
           deps.scanLimits,
         );
+        return new HttpResult(200, page, { 'x-log-cursor': cursor });
       },
     }),
   ];
 }
 
+/** The id of a followed entry: `<run>-<seq>` (ADR 0017). */
+function entryId(buffer: LogBuffer, seq: number): string {
+  return `${buffer.run}-${seq}`;
+}
+
 /**
- * Streams entries logged from now on that pass `filter`, as `event: log`.
- * The subscription is in place before the response headers go out, so a
- * client that has the headers misses nothing. An entry past `until` ends the
- * stream (nothing later can match). Slow readers are cut off by `openSse`'s
- * buffer bound; pings every 15 s.
+ * Where a follower resumes (`Last-Event-ID`): null without the header (new
+ * entries only); the entry number for an id of this run; 0 (every kept
+ * entry) for an id of an earlier run of the process, whose numbering is
+ * gone. A malformed id is 400.
  */
-function followLogs(ctx: RequestContext, buffer: LogBuffer, filter: LogFilter): void {
+function resumeAfter(ctx: RequestContext, buffer: LogBuffer): number | null {
+  const lastId = lastEventIdOf(ctx);
+  if (lastId === null) return null;
+  const match = /^([0-9a-z]{1,32})-(\d{1,15})$/.exec(lastId);
+  if (!match) throw errors.badRequest('Last-Event-ID must be a log entry id (<run>-<number>)');
+  return match[1] === buffer.run ? Number(match[2]) : 0;
+}
+
+/**
+ * Streams entries that pass `filter` as `event: log`, each with an `id:`
+ * (`<run>-<seq>`). With `afterSeq` (a resumed follower) the kept entries
+ * numbered after it come first: the ring buffer keeps the newest
+ * `logs.buffer_entries`, so entries older than that are not replayed (they
+ * are in the day files, GET /logs?since=…). Then entries logged from now on.
+ * The subscription is in place before the response headers go out and the
+ * replay runs in the same tick, so a client misses nothing in between and
+ * gets nothing twice. An entry past `until` ends the stream (nothing later
+ * can match). Slow readers are cut off by `openSse`'s buffer bound; pings
+ * every 15 s.
+ */
+function followLogs(ctx: RequestContext, buffer: LogBuffer, filter: LogFilter, afterSeq: number | null): void {
   let sse: SseStream | null = null;
+  let lastSeq = afterSeq ?? 0;
+  const deliver = (entry: LogEntry, time: number, seq: number): void => {
+    if (!sse || sse.closed || seq <= lastSeq) return;
+    lastSeq = seq;
+    if (filter.until !== undefined && time > filter.until) {
+      sse.close();
+      return;
+    }
+    if (!matchesFilter(time, levelRank(entry.level), entry.source, filter)) return;
+    const event: LogEvent = entry;
+    sse.send('log', event, entryId(buffer, seq));
+  };
   let unsubscribe: () => void;
   try {
-    unsubscribe = buffer.subscribe((entry, time) => {
-      if (!sse || sse.closed) return;
-      if (filter.until !== undefined && time > filter.until) {
-        sse.close();
-        return;
-      }
-      if (matchesFilter(time, levelRank(entry.level), entry.source, filter)) sse.send('log', entry);
-    });
+    unsubscribe = buffer.subscribe(deliver);
   } catch (err) {
     if (err instanceof TooManyLogListenersError) throw errors.unavailable(err.message);
     throw err;
@@ -102,4 +150,7 @@ function followLogs(ctx: RequestContext, buffer: LogBuffer, filter: LogFilter): 
     throw err;
   }
   sse.signal.addEventListener('abort', unsubscribe, { once: true });
+  if (afterSeq !== null) {
+    for (const kept of buffer.after(afterSeq, {})) deliver(kept.entry, kept.time, kept.seq);
+  }
 }

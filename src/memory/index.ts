@@ -10,6 +10,7 @@ export {
   MEMORY_SEARCH_CAP,
   MemoryKeyTakenError,
   type MemoryQuery,
+  type MemoryEvent,
   MemoryService,
   type MemoryServiceOptions,
   type NewMemory,

@@ -4,7 +4,16 @@ import { created, defineRoute, type RouteDef } from '../http/route.js';
 import { objectBody, q } from '../http/validation.js';
 import { isoTime } from '../lib/clock.js';
 import { presentMemory } from './memory.presenter.js';
-import { memoryContent, memoryKey, memoryQueryText, memoryTag, memoryTags } from './memory.schema.js';
+import {
+  memoryContent,
+  memoryDeletedSchema,
+  memoryEntrySchema,
+  memoryKey,
+  memoryListSchema,
+  memoryQueryText,
+  memoryTag,
+  memoryTags,
+} from './memory.schema.js';
 import { MemoryKeyTakenError, type MemoryService } from './memory.service.js';
 
 const entryParams = z.object({ id: z.string().min(1).max(500) });
@@ -47,6 +56,7 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
         limit: q.int(1, 500, 50),
         offset: q.int(0, 1_000_000_000, 0),
       }),
+      responses: [{ status: 200, description: 'One page of entries', schema: memoryListSchema }],
       handler: async (ctx, { query }) => {
         const page = await service.list({
           query: query.query,
@@ -72,6 +82,7 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
       summary: 'One memory entry, by id or key',
       tags: ['memory'],
       params: entryParams,
+      responses: [{ status: 200, description: 'The entry', schema: memoryEntrySchema }],
       handler: async (_ctx, { params }) => {
         const record = await service.get(params.id);
         if (!record) throw errors.notFound('memory entry');
@@ -85,6 +96,7 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
       summary: 'Create a memory entry (201); a key already used is 400',
       tags: ['memory'],
       body: objectBody({ content: memoryContent, tags: memoryTags.optional(), key: memoryKey.optional() }),
+      responses: [{ status: 201, description: 'The created entry', schema: memoryEntrySchema }],
       handler: async (ctx, { body }) => {
         const record = await service.create(body, ctx.signal).catch(keyTaken);
         return created(presentMemory(record));
@@ -101,6 +113,7 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
         (body) => body.content !== undefined || body.tags !== undefined,
         'body must set content or tags',
       ),
+      responses: [{ status: 200, description: 'The entry after the change', schema: memoryEntrySchema }],
       handler: async (ctx, { params, body }) => {
         const record = await service.update(params.id, body, ctx.signal);
         if (!record) throw errors.notFound('memory entry');
@@ -114,6 +127,7 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
       summary: 'Delete a memory entry (by id or key)',
       tags: ['memory'],
       params: entryParams,
+      responses: [{ status: 200, description: 'Deleted', schema: memoryDeletedSchema }],
       handler: async (_ctx, { params }) => {
         const id = await service.remove(params.id);
         if (id === null) throw errors.notFound('memory entry');

@@ -40,3 +40,43 @@ export const memoryQueryText = z
   .string()
   .max(1000, 'query must be at most 1000 characters')
   .refine(noNul, 'query must not contain NUL characters');
+
+/*
+ * Response shapes (the presenter's output), declared on the routes for the
+ * OpenAPI document; the response-schema test parses real answers with them.
+ */
+
+/** ISO 8601 UTC with milliseconds (DECISIONS §2). */
+const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC with milliseconds');
+
+/** A memory entry (spec: Memory entry; DECISIONS §9). */
+export const memoryEntrySchema = z
+  .object({
+    id: z.string(),
+    key: z.string().nullable().describe('The unique key given on create; null without one'),
+    content: z.string(),
+    tags: z.array(z.string()),
+    created_at: timestamp,
+    last_accessed: timestamp.describe('Moves when a search returns the entry or the agent uses it'),
+    relevance_score: z.number().min(0).max(1).describe('The match score of a search with `query`; 0 otherwise'),
+  })
+  .meta({ id: 'MemoryEntry', description: 'A memory entry' });
+
+/** GET /memory: one page (`limit` + `offset`). */
+export const memoryListSchema = z
+  .object({
+    items: z.array(memoryEntrySchema),
+    total: z
+      .number()
+      .int()
+      .min(0)
+      .describe('Entries matching the filters, all pages (with `query`: the ranked matches, at most 1000)'),
+    limit: z.number().int(),
+    offset: z.number().int(),
+  })
+  .meta({ id: 'MemoryList', description: 'Memory entries, newest first or best match first with `query`' });
+
+/** DELETE /memory/{id}: the id of the entry deleted (also when addressed by key). */
+export const memoryDeletedSchema = z
+  .object({ id: z.string(), deleted: z.literal(true) })
+  .describe('The entry is deleted; `id` is its id, also when it was addressed by key');

@@ -1,3 +1,4 @@
+import { errors } from '../http/errors.js';
 import { type Clock, isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { Collection, SearchEngine } from '../search/index.js';
@@ -61,7 +62,12 @@ export interface MemoryServiceOptions {
   clock: Clock;
   ids: IdGenerator;
   search: SearchEngine;
+  /** Told of every committed change (the live feed's `memory` topic); must not throw. */
+  onChange?: (event: MemoryEvent, entry: MemoryRecord | { id: string }) => void;
 }
+
+/** What happened to an entry: the live feed's event names. */
+export type MemoryEvent = 'created' | 'updated' | 'deleted';
 
 const MAX_UPDATE_ATTEMPTS = 5;
 
@@ -76,12 +82,16 @@ export class MemoryService {
   readonly #clock: Clock;
   readonly #ids: IdGenerator;
   readonly #search: SearchEngine;
+  readonly #onChange: NonNullable<MemoryServiceOptions['onChange']>;
+  /** The last write queued per entry id (updates to one entry take turns; the map holds only busy entries). */
+  readonly #writes = new Map<string, Promise<void>>();
 
   constructor(options: MemoryServiceOptions) {
     this.#store = options.store;
     this.#clock = options.clock;
     this.#ids = options.ids;
     this.#search = options.search;
+    this.#onChange = options.onChange ?? (() => undefined);
   }
 
   /** Creates an entry (`last_accessed` = `created_at` = now). Throws MemoryKeyTakenError for a used key. */
@@ -109,21 +119,34 @@ export class MemoryService {
       await this.#search.replace(trx, MEMORY_COLLECTION, record.id, doc);
     });
     this.#search.written(doc);
+    this.#onChange('created', record);
     return record;
   }
 
   /**
    * Changes content and/or tags of the entry with this id or key and
    * reindexes it; null when there is none. A concurrent update is never
-   * silently overwritten: the change is re-applied on the newer version.
+   * silently overwritten: updates to one entry take turns in this process,
+   * and one racing another process is re-applied on the newer version.
+   * Throws ApiError 503 when other processes kept changing the entry.
    */
   async update(
     idOrKey: string,
     change: { content?: string | undefined; tags?: readonly string[] | undefined },
     signal?: AbortSignal,
   ): Promise<MemoryRecord | null> {
+    const found = await findMemory(this.#store.db, idOrKey);
+    if (!found) return null;
+    return this.#oneAtATime(found.id, () => this.#update(found.id, change, signal));
+  }
+
+  async #update(
+    id: string,
+    change: { content?: string | undefined; tags?: readonly string[] | undefined },
+    signal: AbortSignal | undefined,
+  ): Promise<MemoryRecord | null> {
     for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
-      const current = await findMemory(this.#store.db, idOrKey);
+      const current = await findMemory(this.#store.db, id);
       if (!current) return null;
       const content = change.content ?? current.content;
       const tags = change.tags ? distinct(change.tags) : current.tags;
@@ -136,10 +159,27 @@ export class MemoryService {
       });
       if (applied) {
         this.#search.written(doc);
-        return { ...current, content, tags, updatedAt };
+        const updated = { ...current, content, tags, updatedAt };
+        this.#onChange('updated', updated);
+        return updated;
       }
     }
-    throw new Error(`memory ${idOrKey}: kept changing under concurrent updates`);
+    throw errors.unavailable('the memory entry kept changing under concurrent updates; retry');
+  }
+
+  /** Runs `work` after every earlier write to entry `id` in this process has settled. */
+  async #oneAtATime<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.#writes.get(id) ?? Promise.resolve()).then(work);
+    const settled = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#writes.set(id, settled);
+    try {
+      return await run;
+    } finally {
+      if (this.#writes.get(id) === settled) this.#writes.delete(id);
+    }
   }
 
   /** Deletes the entry with this id or key (and its index); returns its id, or null when there is none. */
@@ -151,7 +191,9 @@ export class MemoryService {
       if (ok) await this.#search.remove(trx, MEMORY_COLLECTION, current.id);
       return ok;
     });
-    return deleted ? current.id : null;
+    if (!deleted) return null;
+    this.#onChange('deleted', { id: current.id });
+    return current.id;
   }
 
   /** The entry with this id or key, or null. Reading one entry does not move `last_accessed`. */
@@ -224,7 +266,7 @@ export class MemoryService {
         // Taken meanwhile: update that entry instead.
       }
     }
-    throw new Error('memory_save: the key kept changing under concurrent writes');
+    throw errors.unavailable('memory_save: the key kept changing under concurrent writes; retry');
   }
 
   async #touch(ids: readonly string[], now: string): Promise<void> {

@@ -9,6 +9,13 @@ export class GatewayMetrics {
     labelNames: ['method', 'route', 'status'] as const,
     registers: [this.registry],
   });
+  /** Requests for the dashboard's static files (`/`, `/assets/*`), kept out of `requests` (ADR 0021). */
+  readonly dashboardRequests = new Counter({
+    name: 'gatehouse_dashboard_requests_total',
+    help: 'Requests for the dashboard page and its static assets, by status (not API traffic)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
   readonly turnDuration = new Histogram({
     name: 'gatehouse_turn_duration_seconds',
     help: 'Time from a turn starting to run to its outcome, by status',
@@ -25,6 +32,31 @@ export class GatewayMetrics {
     name: 'gatehouse_store_commit_seconds',
     help: 'Group-commit latency: from a batch starting to its ops being durable',
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+    registers: [this.registry],
+  });
+
+  /** The cross-process bus (ADR 0025): publish → receive, from the sender's timestamp. */
+  readonly busLag = new Histogram({
+    name: 'gatehouse_bus_lag_seconds',
+    help: 'Cross-process bus: time from a message being published (sender clock) to its arrival here',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+    registers: [this.registry],
+  });
+  readonly busReconnects = new Counter({
+    name: 'gatehouse_bus_reconnects_total',
+    help: 'Cross-process bus: connections restored after a loss',
+    registers: [this.registry],
+  });
+  readonly busDropped = new Counter({
+    name: 'gatehouse_bus_dropped_total',
+    help: 'Cross-process bus: messages not sent or not taken, by reason (too_large, not_connected, invalid)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  readonly busMessages = new Counter({
+    name: 'gatehouse_bus_messages_total',
+    help: 'Cross-process bus: messages sent to and received from other gateways',
+    labelNames: ['direction'] as const,
     registers: [this.registry],
   });
 

@@ -3,12 +3,32 @@ import type { AuthConfig } from '../config/config.schema.js';
 import { ApiError, errors } from '../http/errors.js';
 import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
 import { objectBody } from '../http/validation.js';
+import { pairedSchema, pairingCodeSchema } from './pairing.schema.js';
 import type { PairingService } from './pairing.service.js';
 
 const nonEmpty = z.string().min(1, 'must not be empty');
 
 const ISSUE_SUMMARY = 'Issue a single-use pairing code for a platform (201 {code, ttl_seconds}); pairing mode only';
 const VERIFY_SUMMARY = 'Bind platform:user_id with a pairing code; 401 on failure, 429 while locked; pairing mode only';
+
+/** What both variants (pairing mode or not) declare, so the document does not depend on the mode. */
+const ISSUE_CONTRACT = {
+  responses: [
+    {
+      status: 201,
+      description: 'The code, single use, valid `ttl_seconds`',
+      schema: pairingCodeSchema,
+      headers: ['Cache-Control'],
+    },
+  ],
+  // 404: the auth mode is not pairing.
+  errors: [404],
+};
+const VERIFY_CONTRACT = {
+  responses: [{ status: 200, description: 'Paired', schema: pairedSchema }],
+  // 404: the auth mode is not pairing; 429: locked after failed attempts (with Retry-After), in every profile.
+  errors: [404, 429],
+};
 
 /** POST /pair body: the platform the code will pair users of (same bounds as POST /message). */
 const issueBody = objectBody({ platform: nonEmpty.max(100) });
@@ -39,6 +59,7 @@ export function pairingRoutes(deps: { service: PairingService; auth: AuthConfig 
         permission: 'admin',
         summary: ISSUE_SUMMARY,
         tags: ['pairing'],
+        ...ISSUE_CONTRACT,
         handler: absent,
       }),
       defineRoute({
@@ -47,6 +68,7 @@ export function pairingRoutes(deps: { service: PairingService; auth: AuthConfig 
         permission: 'api',
         summary: VERIFY_SUMMARY,
         tags: ['pairing'],
+        ...VERIFY_CONTRACT,
         handler: absent,
       }),
     ];
@@ -59,6 +81,7 @@ export function pairingRoutes(deps: { service: PairingService; auth: AuthConfig 
       summary: ISSUE_SUMMARY,
       tags: ['pairing'],
       body: issueBody,
+      ...ISSUE_CONTRACT,
       handler: async (ctx, { body }) => {
         const issued = await service.issue({
           platform: body.platform,
@@ -80,6 +103,7 @@ export function pairingRoutes(deps: { service: PairingService; auth: AuthConfig 
       summary: VERIFY_SUMMARY,
       tags: ['pairing'],
       body: verifyBody,
+      ...VERIFY_CONTRACT,
       handler: async (ctx, { body }) => {
         const result = await service.verify({
           platform: body.platform,

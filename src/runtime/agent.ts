@@ -1,3 +1,4 @@
+import { parseJsonBounded } from '../lib/json.js';
 import { costNanoUsd, priceFor } from './providers/pricing.js';
 import {
   ProviderError,
@@ -97,13 +98,16 @@ export function emptyTotals(): TurnTotals {
   return { inputTokens: 0, outputTokens: 0, costNanoUsd: 0, toolCalls: [], iterations: 0 };
 }
 
+/**
+ * A tool call's arguments: a JSON object within the bounds of every request
+ * body (ADR 0013) — the model's output is shaped by whatever it read — or
+ * null.
+ */
 function parseArguments(text: string): Record<string, unknown> | null {
-  try {
-    const value: unknown = JSON.parse(text || '{}');
-    return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
-  } catch {
-    return null;
-  }
+  const parsed = parseJsonBounded(text || '{}');
+  if (!parsed.ok) return null;
+  const value = parsed.value;
+  return value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }
 
 function resultText(result: unknown): string {

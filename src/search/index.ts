@@ -11,6 +11,7 @@ import { type EmbeddingsConfig, createEmbeddingsClient } from './embeddings.js';
 import { SearchEngine } from './search.engine.js';
 
 export { type ChunkOptions, chunkText } from './chunker.js';
+export { type EmbeddingState, embeddingState } from './embedding-state.js';
 export {
   DEFAULT_EMBEDDING_MODEL,
   type EmbeddingsClient,

@@ -2,7 +2,8 @@ import type { Logger } from '../logs/index.js';
 import type { ChunkRow, Collection, DocFilter, FullTextDialect, Store, TextCandidate } from '../store/index.js';
 import { EmbeddingBackfill } from './embedding-backfill.js';
 import type { EmbeddingsClient } from './embeddings.js';
-import { chunkTexts, chunkVectors, recentEmbeddedChunks } from './search.repo.js';
+import { embeddingState, type EmbeddingState } from './embedding-state.js';
+import { chunkTexts, chunkVectors, embeddingCounts, recentEmbeddedChunks } from './search.repo.js';
 import type { Executor } from './search.tables.js';
 import { queryTerms, tokenize } from './terms.js';
 import { decodeVector, dot, encodeVector } from './vectors.js';
@@ -296,6 +297,27 @@ export class SearchEngine {
   /** The text of the chunks with these row ids (for snippets and tool results). */
   chunkTexts(ids: readonly number[]): Promise<Map<number, string>> {
     return chunkTexts(this.#store.db, ids);
+  }
+
+  /**
+   * How far vector search covers each of `docs` (id and chunk count) in
+   * `collection`: `off` for all when embeddings are not configured (no query
+   * then), otherwise counted from the index in one grouped query.
+   */
+  async embeddingStates(
+    collection: Collection,
+    docs: ReadonlyArray<{ id: string; chunkCount: number }>,
+  ): Promise<Map<string, EmbeddingState>> {
+    const out = new Map<string, EmbeddingState>();
+    const client = this.#client;
+    if (!client) {
+      for (const doc of docs) out.set(doc.id, embeddingState(doc.chunkCount, null));
+      return out;
+    }
+    const ids = docs.map((doc) => doc.id);
+    const counts = await embeddingCounts(this.#store.db, collection, ids, client.model);
+    for (const doc of docs) out.set(doc.id, embeddingState(doc.chunkCount, counts.get(doc.id)));
+    return out;
   }
 
   /**

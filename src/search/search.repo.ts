@@ -116,3 +116,49 @@ export async function storeEmbeddings(
       .execute();
   }
 }
+
+/** How far the chunks of one document are embedded. */
+export interface EmbeddingCounts {
+  chunks: number;
+  /** Chunks with a vector of `model`. */
+  embedded: number;
+  /** Chunks the provider refused (REFUSED_MODEL): never retried with this model. */
+  refused: number;
+}
+
+/**
+ * The embedding counts of each of `docIds` in `collection`, for vectors of
+ * `model` (chunks of another model wait for the background embedder).
+ * Documents without chunks are absent from the map.
+ */
+export async function embeddingCounts(
+  ex: Executor,
+  collection: Collection,
+  docIds: readonly string[],
+  model: string,
+): Promise<Map<string, EmbeddingCounts>> {
+  const out = new Map<string, EmbeddingCounts>();
+  for (let i = 0; i < docIds.length; i += ID_BATCH) {
+    const rows = await ex
+      .selectFrom('search_chunks')
+      .select((eb) => [
+        'doc_id',
+        eb.fn.countAll<number | string>().as('chunks'),
+        sql<number | string>`sum(case when embedding_model = ${model} then 1 else 0 end)`.as('embedded'),
+        sql<number | string>`sum(case when embedding_model = ${REFUSED_MODEL} then 1 else 0 end)`.as('refused'),
+      ])
+      .where('collection', '=', collection)
+      .where('doc_id', 'in', docIds.slice(i, i + ID_BATCH))
+      .groupBy('doc_id')
+      .execute();
+    // PostgreSQL answers count and sum as bigint text.
+    for (const row of rows) {
+      out.set(row.doc_id, {
+        chunks: Number(row.chunks),
+        embedded: Number(row.embedded),
+        refused: Number(row.refused),
+      });
+    }
+  }
+  return out;
+}

@@ -1,10 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import {
-  chmodSync,
   closeSync,
   fsyncSync,
   linkSync,
-  mkdirSync,
   openSync,
   readFileSync,
   renameSync,
@@ -14,6 +12,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import type { SecurityProfile } from '../config/config.schema.js';
+import { ensurePrivateDirSync, tightenPrivateFileSync } from '../lib/private-files.js';
 import { gatewayAuthDir } from './audit.js';
 import { isLoopbackHost } from './host-origin.js';
 
@@ -59,11 +58,7 @@ function readStoredToken(path: string): string | null {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
   }
-  try {
-    if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
-  } catch {
-    // best effort: some filesystems do not support modes
-  }
+  tightenPrivateFileSync(path);
   const token = text.trim();
   return token === '' ? null : token;
 }
@@ -89,12 +84,7 @@ function syncDirSync(dir: string): void {
  * or renamed over a blank file. Returns the token that is in place.
  */
 function writeTokenAtomically(dir: string, path: string, token: string, replaceExisting: boolean): string {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  try {
-    chmodSync(dir, 0o700);
-  } catch {
-    // best effort
-  }
+  ensurePrivateDirSync(dir);
   const tmp = join(dir, `.admin_token.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'wx', 0o600);
   try {
@@ -173,6 +163,24 @@ export function ensureAdminToken(options: EnsureAdminTokenOptions): AdminTokenRe
   const candidate = randomBytes(32).toString('base64url');
   const token = writeTokenAtomically(dir, path, candidate, fileExists);
   return { token, generated: token === candidate, path };
+}
+
+/**
+ * Replaces the stored admin token with `token` (`gatehouse token rotate`): written 0600 to a temp file, fsync'd
+ * and renamed over the old one, so a crash leaves either token whole. A running gateway keeps the token it
+ * read at start-up until it restarts.
+ */
+export function replaceAdminToken(dataDir: string, token: string): void {
+  writeTokenAtomically(gatewayAuthDir(dataDir), adminTokenPath(dataDir), token, true);
+}
+
+/**
+ * The one-click sign-in link of the first-start banner (DECISIONS §14): the dashboard's URL with the token in
+ * the fragment (`http://host:port/#token=…`). A fragment is never sent in a request, so the token reaches no
+ * request log; the dashboard moves it into `sessionStorage` and removes it from the address bar at once.
+ */
+export function dashboardSignInLink(baseUrl: string, token: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/#token=${encodeURIComponent(token)}`;
 }
 
 /** Options of `startupRefusal`. */

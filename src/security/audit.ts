@@ -1,7 +1,8 @@
-import { chmodSync, closeSync, fdatasync, fstatSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, fdatasync, fstatSync, ftruncateSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isoTime, type Clock } from '../lib/clock.js';
+import { ensurePrivateDirSync, openPrivateFileSync } from '../lib/private-files.js';
 import { createWindowCounter } from './rate-limit.js';
 
 /**
@@ -123,6 +124,37 @@ async function syncDir(dir: string): Promise<void> {
   }
 }
 
+function closeQuietly(descriptor: number): void {
+  try {
+    closeSync(descriptor);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Appends `text` whole or not at all: a short write (the disk filled up in the
+ * middle of the line) is continued, and when the rest is refused the torn
+ * start is cut off again, so the file stays one JSON object per line and the
+ * next line, once there is room, starts on a line of its own.
+ */
+function appendWhole(descriptor: number, text: string): void {
+  const data = Buffer.from(text, 'utf8');
+  let done = 0;
+  try {
+    while (done < data.length) done += writeSync(descriptor, data, done, data.length - done);
+  } catch (err) {
+    if (done > 0) {
+      try {
+        ftruncateSync(descriptor, fstatSync(descriptor).size - done);
+      } catch {
+        // nothing more to do: the failure is reported by the caller
+      }
+    }
+    throw err;
+  }
+}
+
 /**
  * Opens the audit log. Lines are appended to a file created with mode 0600 in
  * a directory created with mode 0700. `record` appends its line at once (a
@@ -144,6 +176,8 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
   let closing: Promise<void> | null = null;
   let overflowReported = false;
   let failureReported = false;
+  /** Descriptors given up after a failed write whose earlier lines still await their fsync. */
+  const retired: Array<{ descriptor: number; count: number }> = [];
   const stats: AuditStats = { written: 0, dropped: 0, syncs: 0 };
 
   function report(err: Error): void {
@@ -182,18 +216,8 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
 
   function ensureOpen(): number {
     if (fd !== null) return fd;
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    try {
-      chmodSync(dir, 0o700);
-    } catch {
-      // best effort
-    }
-    const created = openSync(file, 'a', 0o600);
-    try {
-      if ((fstatSync(created).mode & 0o777) !== 0o600) chmodSync(file, 0o600); // tighten a pre-existing file
-    } catch {
-      // best effort: some filesystems do not support modes
-    }
+    ensurePrivateDirSync(dir);
+    const created = openPrivateFileSync(file, 'a'); // 0600, or tightened when an older file is wider
     fd = created;
     void syncDir(dir);
     return created;
@@ -203,16 +227,31 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
     return new Promise((resolve, reject) => fdatasync(descriptor, (err) => (err ? reject(err) : resolve())));
   }
 
+  /** The next lines to make durable: those of a descriptor retired by a failed write first, then the current one's. */
+  function nextSync(): { descriptor: number; count: number; current: boolean } | null {
+    const old = retired.shift();
+    if (old) return { ...old, current: false };
+    if (unsynced === 0) return null;
+    const count = unsynced;
+    unsynced = 0;
+    if (fd === null) {
+      stats.dropped += count; // no descriptor is left to sync them through (not expected: a failure retires it)
+      return null;
+    }
+    return { descriptor: fd, count, current: true };
+  }
+
   async function drain(): Promise<void> {
-    while (unsynced > 0 && fd !== null) {
-      const count = unsynced;
-      unsynced = 0;
+    for (let next = nextSync(); next !== null; next = nextSync()) {
+      const { descriptor, count, current } = next;
       try {
-        await datasync(fd);
+        await datasync(descriptor);
         stats.syncs += 1;
         stats.written += count;
-        failureReported = false;
-        overflowReported = false;
+        if (current) {
+          failureReported = false;
+          overflowReported = false;
+        }
       } catch (err) {
         stats.dropped += count;
         if (!failureReported) {
@@ -220,6 +259,8 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
           const cause = err instanceof Error ? err : new Error(String(err));
           report(new Error(`audit log sync failed (${count} records at risk): ${cause.message}`, { cause }));
         }
+      } finally {
+        if (!current) closeQuietly(descriptor);
       }
     }
   }
@@ -231,7 +272,7 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
       .then(drain)
       .finally(() => {
         loop = null;
-        if (unsynced > 0) schedule();
+        if (unsynced > 0 || retired.length > 0) schedule();
       });
   }
 
@@ -263,17 +304,19 @@ export function createAuditLog(options: AuditLogOptions): AuditLog {
         return;
       }
       try {
-        writeSync(ensureOpen(), line + '\n');
+        appendWhole(ensureOpen(), line + '\n');
       } catch (err) {
+        // Disk full, I/O error: this line is dropped; the next record reopens the file. Lines written
+        // before it still get their fsync through the old descriptor, which the drain closes after.
         stats.dropped += 1;
         const old = fd;
         fd = null;
-        if (old !== null) {
-          try {
-            closeSync(old);
-          } catch {
-            // already gone
-          }
+        if (old !== null && unsynced > 0) {
+          retired.push({ descriptor: old, count: unsynced });
+          unsynced = 0;
+          schedule();
+        } else if (old !== null) {
+          closeQuietly(old);
         }
         if (!failureReported) {
           failureReported = true;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../lib/clock.js';
+import type { SharedWindows } from './cluster-counts.js';
 import { createRateLimiter, createWindowCounter, type RateGroup } from './rate-limit.js';
 
 const LIMITS: Record<RateGroup, number> = { read: 120, write: 30, analytics: 10, lifecycle: 5 };
@@ -121,5 +122,62 @@ describe('createWindowCounter', () => {
     const clock = new ManualClock(T0);
     expect(() => createWindowCounter({ clock, windowMs: 0 })).toThrow(RangeError);
     expect(() => createWindowCounter({ clock, maxKeys: 0 })).toThrow(RangeError);
+  });
+});
+
+/** Other processes' counts set by hand, and every local count reported. */
+function fakeShared(): SharedWindows & { set(key: string, windowStart: number, n: number): void; reports: string[] } {
+  const others = new Map<string, number>();
+  const reports: string[] = [];
+  return {
+    reports,
+    set: (key, windowStart, n) => others.set(`${windowStart}|${key}`, n),
+    others: (key, windowStart) => others.get(`${windowStart}|${key}`) ?? 0,
+    report: (key, windowStart, count) => reports.push(`${windowStart}|${key}=${count}`),
+  };
+}
+
+describe("createRateLimiter with the other processes' counts", () => {
+  it("adds the others' count of the same window to the local one", () => {
+    const clock = new ManualClock(T0);
+    const shared = fakeShared();
+    const limiter = createRateLimiter({ limits: LIMITS, clock, shared });
+    shared.set('write:tok_a', T0, 27);
+    expect(limiter.hit('tok_a', 'write')).toMatchObject({ allowed: true, remaining: 2, limit: 30 });
+    expect(limiter.hit('tok_a', 'write')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(limiter.hit('tok_a', 'write')).toMatchObject({ allowed: true, remaining: 0 });
+    expect(limiter.hit('tok_a', 'write')).toMatchObject({ allowed: false, remaining: 0 });
+    // Another token and another group are untouched by that count.
+    expect(limiter.hit('tok_b', 'write')).toMatchObject({ allowed: true, remaining: 29 });
+    expect(limiter.hit('tok_a', 'read')).toMatchObject({ allowed: true, remaining: 119 });
+    // Each admitted request is reported with the local count; a refused one is not.
+    expect(shared.reports).toEqual([
+      `${T0}|write:tok_a=1`,
+      `${T0}|write:tok_a=2`,
+      `${T0}|write:tok_a=3`,
+      `${T0}|write:tok_b=1`,
+      `${T0}|read:tok_a=1`,
+    ]);
+  });
+
+  it('refuses at once when the others already spent the limit', () => {
+    const clock = new ManualClock(T0 + 30_000);
+    const shared = fakeShared();
+    const limiter = createRateLimiter({ limits: LIMITS, clock, shared });
+    shared.set('lifecycle:k', T0, 9); // more than the limit: remaining stays 0
+    expect(limiter.hit('k', 'lifecycle')).toEqual({ allowed: false, limit: 5, remaining: 0, resetSeconds: 30 });
+    expect(shared.reports).toEqual([]);
+  });
+
+  it('counts of another window do not count', () => {
+    const clock = new ManualClock(T0);
+    const shared = fakeShared();
+    const limiter = createRateLimiter({ limits: LIMITS, clock, shared });
+    shared.set('lifecycle:k', T0 - 60_000, 5); // the previous window
+    expect(limiter.hit('k', 'lifecycle')).toMatchObject({ allowed: true, remaining: 4 });
+    shared.set('lifecycle:k', T0 + 60_000, 5); // the next one
+    clock.advance(60_000);
+    expect(limiter.hit('k', 'lifecycle').allowed).toBe(false);
+    expect(shared.reports).toEqual([`${T0}|lifecycle:k=1`]);
   });
 });

@@ -1,10 +1,13 @@
 import type { Clock } from '../lib/clock.js';
+import type { SharedWindows } from './cluster-counts.js';
 
 /**
  * Per-token rate limits (spec "Limits"; DECISIONS §4): fixed one-minute
  * windows in four groups — `read` 120, `write` 30, `analytics` 10,
  * `lifecycle` 5 per minute per token by default (`security.rate_limits`).
  * Applies only in the standard and extended profiles; the caller decides that.
+ * Where gateway processes share a database, the windows count across them
+ * (ADR 0028): the other processes' last-known counts are added to this one's.
  */
 
 /** The four rate-limit groups (DECISIONS §4: read = GET, write = other methods, …). */
@@ -45,6 +48,12 @@ export interface WindowCounterOptions {
   windowMs?: number;
   /** Hard cap on tracked keys; beyond it the oldest key is evicted. Default 50 000. */
   maxKeys?: number;
+  /**
+   * The other processes' counts of the same windows (ADR 0028): added to the
+   * local count in every decision, and told every local count. Absent: this
+   * process counts alone.
+   */
+  shared?: SharedWindows;
 }
 
 /**
@@ -52,6 +61,8 @@ export interface WindowCounterOptions {
  * so when a new window starts every older entry is stale and is dropped at
  * once; within a window, a hard cap evicts the oldest key (insertion order).
  * If the clock steps backwards the current window is kept (counts never reset early).
+ * With `shared`, a request is refused once the local count plus the other
+ * processes' last-known count reaches the limit.
  */
 export function createWindowCounter(options: WindowCounterOptions): WindowCounter {
   const windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
@@ -59,6 +70,7 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
   if (!(windowMs > 0)) throw new RangeError('windowMs must be positive');
   if (!(maxKeys >= 1)) throw new RangeError('maxKeys must be at least 1');
   const counts = new Map<string, number>();
+  const shared = options.shared;
   let window = Number.NEGATIVE_INFINITY;
 
   function advance(now: number): void {
@@ -74,8 +86,10 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
       const now = options.clock.now();
       advance(now);
       const resetSeconds = Math.max(1, Math.ceil(((window + 1) * windowMs - now) / 1000));
+      const windowStart = window * windowMs;
       const used = counts.get(key) ?? 0;
-      if (used >= limit) {
+      const elsewhere = shared ? shared.others(key, windowStart) : 0;
+      if (used + elsewhere >= limit) {
         return { allowed: false, limit, remaining: 0, resetSeconds };
       }
       if (used === 0) {
@@ -86,7 +100,8 @@ export function createWindowCounter(options: WindowCounterOptions): WindowCounte
         }
       }
       counts.set(key, used + 1);
-      return { allowed: true, limit, remaining: Math.max(0, limit - used - 1), resetSeconds };
+      shared?.report(key, windowStart, used + 1);
+      return { allowed: true, limit, remaining: Math.max(0, limit - used - elsewhere - 1), resetSeconds };
     },
     size(): number {
       advance(options.clock.now());
@@ -112,6 +127,8 @@ export interface RateLimiterOptions {
   windowMs?: number;
   /** Hard cap on tracked counters; default 50 000. */
   maxKeys?: number;
+  /** The other gateway processes' counts (ADR 0028); absent on a gateway that counts alone. */
+  shared?: SharedWindows;
 }
 
 /**
@@ -123,11 +140,12 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
     clock: options.clock,
     ...(options.windowMs !== undefined ? { windowMs: options.windowMs } : {}),
     ...(options.maxKeys !== undefined ? { maxKeys: options.maxKeys } : {}),
+    ...(options.shared !== undefined ? { shared: options.shared } : {}),
   });
   return {
     hit(key: string, group: RateGroup): RateDecision {
-      // NUL cannot occur in a group name, so `group\0key` never collides across groups.
-      return counter.hit(`${group}\u0000${key}`, options.limits[group]);
+      // A group name holds no `:`, so `group:key` never collides across groups (it is also the shared row's key).
+      return counter.hit(`${group}:${key}`, options.limits[group]);
     },
     size(): number {
       return counter.size();

@@ -5,6 +5,7 @@ import type { Logger } from '../logs/index.js';
 import { ensureAdminToken, type AdminTokenResult } from './admin-token.js';
 import { createAuditLog, createFailureThrottle, type AuditLog } from './audit.js';
 import { isLoopbackPeer } from './host-origin.js';
+import type { SharedWindows } from './cluster-counts.js';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rate-limit.js';
 import { createTokenBook } from './tokens.js';
 
@@ -39,6 +40,8 @@ export function createSecurity(options: {
   logger: Logger;
   adminToken: string | null;
   scrub: (text: string) => string;
+  /** The other gateway processes' rate-limit counts (ADR 0028); absent where this process counts alone. */
+  sharedCounts?: SharedWindows;
 }): Security {
   const { config, clock, logger } = options;
   const auth = config.gateway.auth;
@@ -54,7 +57,11 @@ export function createSecurity(options: {
     extraAdminTokens: options.adminToken ? [options.adminToken] : [],
   });
   const rateLimits = { ...config.security.rate_limits };
-  const rateLimiter = createRateLimiter({ limits: rateLimits, clock });
+  const rateLimiter = createRateLimiter({
+    limits: rateLimits,
+    clock,
+    ...(options.sharedCounts ? { shared: options.sharedCounts } : {}),
+  });
   const failureThrottle = createFailureThrottle({ clock, perMinute: 120, maxKeys: 10_000 });
   const guard = createGuard({
     config,

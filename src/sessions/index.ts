@@ -3,11 +3,15 @@ export { sessionRoutes, type SessionRoutesDeps } from './sessions.routes.js';
 export { SessionService } from './sessions.service.js';
 export {
   appendMessage,
+  appendMessageOnce,
   bumpEpoch,
+  contextChat,
   contextMessages,
   ensureSession,
   getSession,
   touchSession,
+  touchSessionEpoch,
+  type ContextEntry,
   type MessageRecord,
   type SessionRecord,
 } from './sessions.repo.js';

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database, MessagesTable, SessionsTable } from '../store/index.js';
+import { prepared, type Database, type MessagesTable, type SessionsTable } from '../store/index.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -136,14 +136,13 @@ export async function createSession(
   return toSession(row);
 }
 
+const liveSession = prepared((ex, input: { key: string }) =>
+  ex.selectFrom('sessions').selectAll().where('key', '=', input.key).where('deleted_at', 'is', null),
+);
+
 /** The live session `key`, or null when it does not exist or is deleted. */
 export async function getSession(ex: Executor, key: string): Promise<SessionRecord | null> {
-  const row = await ex
-    .selectFrom('sessions')
-    .selectAll()
-    .where('key', '=', key)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
+  const row = await liveSession.first(ex, { key });
   return row ? toSession(row) : null;
 }
 
@@ -191,14 +190,39 @@ export async function touchSession(
   key: string,
   input: { now: string; messagesAdded: number },
 ): Promise<boolean> {
-  const result = await ex
-    .updateTable('sessions')
-    .set((eb) => ({ last_active: input.now, message_count: eb('message_count', '+', input.messagesAdded) }))
-    .where('key', '=', key)
-    .where('deleted_at', 'is', null)
-    .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return (await touch.affected(ex, { key, now: input.now, added: input.messagesAdded })) > 0;
 }
+
+/**
+ * `touchSession` that answers the live session's context epoch, or null when
+ * the session is missing or deleted (one statement where a read and an update
+ * would be two).
+ */
+export async function touchSessionEpoch(
+  ex: Executor,
+  key: string,
+  input: { now: string; messagesAdded: number },
+): Promise<number | null> {
+  const row = await touchReturning.first(ex, { key, now: input.now, added: input.messagesAdded });
+  return row ? row.context_epoch : null;
+}
+
+const touchReturning = prepared((ex, input: { key: string; now: string; added: number }) =>
+  ex
+    .updateTable('sessions')
+    .set((eb) => ({ last_active: input.now, message_count: eb('message_count', '+', input.added) }))
+    .where('key', '=', input.key)
+    .where('deleted_at', 'is', null)
+    .returning('context_epoch'),
+);
+
+const touch = prepared((ex, input: { key: string; now: string; added: number }) =>
+  ex
+    .updateTable('sessions')
+    .set((eb) => ({ last_active: input.now, message_count: eb('message_count', '+', input.added) }))
+    .where('key', '=', input.key)
+    .where('deleted_at', 'is', null),
+);
 
 /**
  * Deletes a live session: its messages are removed, the row is kept with
@@ -238,22 +262,68 @@ export async function bumpEpoch(ex: Executor, key: string, now: string): Promise
 
 /** Stores one message. Rejects with the driver's unique-violation error on a duplicate id. */
 export async function appendMessage(ex: Executor, message: MessageRecord): Promise<void> {
-  await ex
-    .insertInto('messages')
-    .values({
-      id: message.id,
-      session_key: message.sessionKey,
-      context_epoch: message.contextEpoch,
-      role: message.role,
-      content: message.content,
-      tool_calls: message.toolCalls === null ? null : JSON.stringify(message.toolCalls),
-      tool_call_id: message.toolCallId,
-      name: message.name,
-      event_id: message.eventId,
-      created_at: message.createdAt,
-    })
-    .execute();
+  await insertMessage.run(ex, messageRow(message));
 }
+
+/**
+ * Stores one message unless a message with its id is stored already (a write
+ * repeated after a commit whose outcome was unknown); true when it stored it.
+ */
+export async function appendMessageOnce(ex: Executor, message: MessageRecord): Promise<boolean> {
+  return (await insertMessageOnce.rows(ex, messageRow(message))).length > 0;
+}
+
+type MessageRow = Selectable<MessagesTable>;
+
+function messageRow(message: MessageRecord): MessageRow {
+  return {
+    id: message.id,
+    session_key: message.sessionKey,
+    context_epoch: message.contextEpoch,
+    role: message.role,
+    content: message.content,
+    tool_calls: message.toolCalls === null ? null : JSON.stringify(message.toolCalls),
+    tool_call_id: message.toolCallId,
+    name: message.name,
+    event_id: message.eventId,
+    created_at: message.createdAt,
+  };
+}
+
+const insertMessage = prepared((ex, row: MessageRow) => ex.insertInto('messages').values(messageValues(row)));
+const insertMessageOnce = prepared((ex, row: MessageRow) =>
+  ex
+    .insertInto('messages')
+    .values(messageValues(row))
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returning('id'),
+);
+
+/** The row's columns, each read once (a prepared query's inputs are handed to the builder as they are). */
+function messageValues(row: MessageRow): MessageRow {
+  return {
+    id: row.id,
+    session_key: row.session_key,
+    context_epoch: row.context_epoch,
+    role: row.role,
+    content: row.content,
+    tool_calls: row.tool_calls,
+    tool_call_id: row.tool_call_id,
+    name: row.name,
+    event_id: row.event_id,
+    created_at: row.created_at,
+  };
+}
+
+const contextWindow = prepared((ex, input: { key: string; epoch: number; limit: number }) =>
+  ex
+    .selectFrom('messages')
+    .selectAll()
+    .where('session_key', '=', input.key)
+    .where('context_epoch', '=', input.epoch)
+    .orderBy('id', 'desc')
+    .limit(input.limit),
+);
 
 /** The newest `limit` messages of `epoch`, oldest first: the model's context window. */
 export async function contextMessages(
@@ -262,15 +332,41 @@ export async function contextMessages(
   epoch: number,
   limit: number,
 ): Promise<MessageRecord[]> {
-  const rows = await ex
-    .selectFrom('messages')
-    .selectAll()
-    .where('session_key', '=', key)
-    .where('context_epoch', '=', epoch)
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .execute();
+  const rows = await contextWindow.rows(ex, { key, epoch, limit });
   return rows.reverse().map(toMessage);
+}
+
+/** One message as the model's context needs it (`contextChat`). */
+export type ContextEntry = Pick<MessageRecord, 'role' | 'content' | 'toolCalls' | 'toolCallId' | 'name'>;
+
+const contextColumns = prepared((ex, input: { key: string; epoch: number; limit: number }) =>
+  ex
+    .selectFrom('messages')
+    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name'])
+    .where('session_key', '=', input.key)
+    .where('context_epoch', '=', input.epoch)
+    .orderBy('id', 'desc')
+    .limit(input.limit),
+);
+
+/**
+ * The model's context window as `contextMessages`, with only the columns a
+ * model call needs (read before every model call).
+ */
+export async function contextChat(ex: Executor, key: string, epoch: number, limit: number): Promise<ContextEntry[]> {
+  const rows = await contextColumns.rows(ex, { key, epoch, limit });
+  const out: ContextEntry[] = new Array<ContextEntry>(rows.length);
+  for (let i = rows.length - 1, j = 0; i >= 0; i--, j++) {
+    const row = rows[i]!;
+    out[j] = {
+      role: row.role,
+      content: row.content,
+      toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as unknown[]),
+      toolCallId: row.tool_call_id,
+      name: row.name,
+    };
+  }
+  return out;
 }
 
 /**

@@ -2,7 +2,19 @@ import { errors } from '../http/errors.js';
 import { created, defineRoute, HANDLED, type RouteDef } from '../http/route.js';
 import { envelopeMessage, outcomeTimeout, streamTurnEvents, type MessagePath } from '../turns/index.js';
 import { decodeCursor, encodeCursor, presentHistoryEntry, presentSession } from './sessions.presenter.js';
-import { createBody, historyQuery, listQuery, messageBody, messageQuery, sessionParams } from './sessions.schema.js';
+import {
+  createBody,
+  historyQuery,
+  historySchema,
+  listQuery,
+  messageBody,
+  messageQuery,
+  sessionDeletedSchema,
+  sessionListSchema,
+  sessionMessageSchema,
+  sessionParams,
+  sessionSchema,
+} from './sessions.schema.js';
 import type { SessionService } from './sessions.service.js';
 
 const MESSAGE_STREAM_TYPES = new Set(['delta', 'tool_call', 'tool_result', 'done', 'error'] as const);
@@ -26,6 +38,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       summary: 'List sessions, newest activity first (cursor pagination)',
       tags: ['sessions'],
       query: listQuery,
+      responses: [{ status: 200, description: 'One page of sessions', schema: sessionListSchema }],
       handler: async (_ctx, { query }) => {
         const cursor = query.cursor === undefined ? null : decodeCursor(query.cursor);
         if (query.cursor !== undefined && !cursor)
@@ -53,6 +66,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       summary: 'Create a session',
       tags: ['sessions'],
       body: createBody,
+      responses: [{ status: 201, description: 'The created session', schema: sessionSchema }],
       handler: async (_ctx, { body }) => {
         const session = await service.create({ channel: body?.channel ?? 'api', metadata: body?.metadata ?? {} });
         return created(presentSession(session));
@@ -65,6 +79,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       summary: 'One session',
       tags: ['sessions'],
       params: sessionParams,
+      responses: [{ status: 200, description: 'The session', schema: sessionSchema }],
       handler: async (_ctx, { params }) => presentSession(await service.require(params.session_id)),
     }),
     defineRoute({
@@ -74,6 +89,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       summary: 'Delete a session: messages and context go, memory stays; the key starts a new context epoch',
       tags: ['sessions'],
       params: sessionParams,
+      responses: [{ status: 200, description: 'Deleted', schema: sessionDeletedSchema }],
       handler: async (_ctx, { params }) => {
         await service.delete(params.session_id);
         return { id: params.session_id, deleted: true };
@@ -87,6 +103,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       tags: ['sessions'],
       params: sessionParams,
       query: historyQuery,
+      responses: [{ status: 200, description: 'The newest entries, oldest first', schema: historySchema }],
       handler: async (_ctx, { params, query }) => {
         const session = await service.require(params.session_id);
         const page = await service.history(session, query.limit);
@@ -102,6 +119,22 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       params: sessionParams,
       query: messageQuery,
       body: messageBody,
+      responses: [
+        {
+          status: 200,
+          description: "The turn's Message once it ends or pauses (incomplete and interrupted turns too)",
+          schema: sessionMessageSchema,
+        },
+        {
+          status: 200,
+          description:
+            'With Accept: text/event-stream: `accepted`, then `delta`, `tool_call`, `tool_result`, and `done` ' +
+            'with the Message or `error` with the error object; a `: ping` comment every 15 s',
+          contentType: 'text/event-stream',
+        },
+      ],
+      // 409: the key was used with other content; 502/500: the turn failed; 504: the wait ran out.
+      errors: [409, 502, 504],
       handler: async (ctx, { params, body, query }) => {
         const session = await service.require(params.session_id);
         const chatId = session.key.split(':').slice(2).join(':') || session.key;
@@ -124,8 +157,9 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
           await streamTurnEvents(ctx, (id, options) => deps.messages.follow(id, options), submitted.eventId, {
             afterSeq: 0,
             types: MESSAGE_STREAM_TYPES,
-            withIds: false,
+            withIds: true,
             endOnPause: true,
+            accepted: { sessionKey: submitted.sessionKey },
           });
           return HANDLED;
         }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { streamSchemas } from '../docs/index.js';
 import { objectBody, q } from '../http/validation.js';
 
 /** `{session_id}`: the session key, URL-encoded in the path (DECISIONS §5). */
@@ -32,3 +33,76 @@ export const messageBody = objectBody({
 
 /** POST /sessions/{id}/messages query. */
 export const messageQuery = z.object({ timeout_seconds: q.optionalInt(1, 600) });
+
+/*
+ * Response shapes (the presenters' output), declared on the routes for the
+ * OpenAPI document; the response-schema test parses real answers with them.
+ */
+
+/** ISO 8601 UTC with milliseconds (DECISIONS §2). */
+const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC with milliseconds');
+
+/** A session (spec: Session, variant A; DECISIONS §5). */
+export const sessionSchema = z
+  .object({
+    id: z.string().describe('The session key `gateway:<platform>:<chat_id>`'),
+    channel: z.string(),
+    created_at: timestamp,
+    last_active: timestamp,
+    message_count: z.number().int().min(0),
+    status: z.enum(['active', 'archived']),
+    metadata: z.record(z.string(), z.unknown()),
+  })
+  .meta({ id: 'Session', description: 'A session, identified by its key (spec: Session)' });
+
+/** GET /sessions: one page, with cursor pagination (DECISIONS §2). */
+export const sessionListSchema = z
+  .object({
+    items: z.array(sessionSchema),
+    pagination: z.object({
+      cursor: z.string().nullable().describe('Opaque cursor of the next page; null on the last page'),
+      has_more: z.boolean(),
+      total: z.number().int().min(0).describe('Sessions matching the filters, all pages'),
+    }),
+  })
+  .meta({ id: 'SessionList', description: 'One page of sessions, newest activity first' });
+
+/** DELETE /sessions/{id}. */
+export const sessionDeletedSchema = z
+  .object({ id: z.string(), deleted: z.literal(true) })
+  .describe('The session is deleted: its messages and context are gone, memory stays');
+
+/** One entry of a session's history (DECISIONS §5); the tool fields only where they apply. */
+export const historyEntrySchema = z
+  .object({
+    id: z.string(),
+    role: z.enum(['user', 'assistant', 'tool', 'system']),
+    content: z.string().nullable().describe('Null for an assistant message that only calls tools'),
+    created_at: timestamp,
+    event_id: z.string().nullable().describe('The turn that produced it'),
+    tool_calls: z
+      .array(z.object({ id: z.string(), name: z.string(), arguments: z.string() }))
+      .optional()
+      .describe("An assistant message's tool calls (`arguments`: the JSON text the model produced)"),
+    tool_call_id: z.string().optional().describe('A tool message: the call it answers'),
+    name: z.string().optional().describe('A tool message: the tool'),
+  })
+  .meta({ id: 'HistoryEntry', description: "One message of a session's history" });
+
+/** GET /sessions/{id}/history: the newest `limit` entries, in chronological order. */
+export const historySchema = z
+  .object({
+    items: z.array(historyEntrySchema),
+    total: z.number().int().min(0).describe('Every entry of the history, of which the newest `returned` are here'),
+    returned: z.number().int().min(0),
+  })
+  .meta({ id: 'SessionHistory', description: 'The newest history entries of a session, oldest first' });
+
+/**
+ * POST /sessions/{id}/messages: the turn's Message (DECISIONS §5), the same
+ * object the message stream's `done` event carries. Lazy: the stream schemas
+ * are read when the document is built, whatever order the modules load in.
+ */
+export const sessionMessageSchema = z
+  .lazy(() => streamSchemas.streamMessageSchema)
+  .describe("The turn's Message; `status` is the turn status (completed, incomplete, interrupted or a pause)");

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { redactConfig } from '../config/config.redact.js';
 import { errors } from '../http/errors.js';
-import { defineRoute, HttpResult, type RouteDef } from '../http/route.js';
+import { defineRoute, HttpResult, type RouteDef, type RouteResponse } from '../http/route.js';
 import type { Logger } from '../logs/index.js';
+import { configCheckSchema, redactedConfigSchema } from './settings.schema.js';
 import { ConfigChangeError, type ConfigChangeResult, type SettingsService } from './settings.service.js';
 
 /** Dependencies of the configuration routes. */
@@ -26,6 +27,16 @@ function present(result: ConfigChangeResult): HttpResult {
     'x-config-applied': result.applied.join(','),
     'x-config-restart-required': result.restartRequired.join(','),
   });
+}
+
+/** The answer of PUT/PATCH /config: the configuration after the change, and which keys took effect. */
+function changed(description: string): RouteResponse {
+  return {
+    status: 200,
+    description,
+    schema: redactedConfigSchema,
+    headers: ['X-Config-Applied', 'X-Config-Restart-Required'],
+  };
 }
 
 /**
@@ -61,6 +72,7 @@ export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
       permission: 'api',
       summary: 'The active configuration, every secret as "***"',
       tags: ['config'],
+      responses: [{ status: 200, description: 'The active configuration, redacted', schema: redactedConfigSchema }],
       handler: () => redactConfig(service.current()),
     }),
     defineRoute({
@@ -70,6 +82,7 @@ export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
       summary: 'Validate a partial configuration merged over the active one',
       tags: ['config'],
       body: partialBody,
+      responses: [{ status: 200, description: 'Whether it is valid, and every problem', schema: configCheckSchema }],
       handler: (_ctx, { body }) => service.validate(body),
     }),
     defineRoute({
@@ -80,6 +93,7 @@ export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
       summary: 'Change the configuration: saved to the configuration file, live keys applied now',
       tags: ['config'],
       body: partialBody,
+      responses: [changed('The configuration after the change (saved and applied), redacted')],
       handler: (_ctx, { body }) => change(body, true),
     }),
     defineRoute({
@@ -90,6 +104,7 @@ export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
       summary: 'Change live configuration keys for this run only (not saved)',
       tags: ['config'],
       body: partialBody,
+      responses: [changed('The configuration after the change (applied for this run), redacted')],
       handler: (_ctx, { body }) => change(body, false),
     }),
   ];

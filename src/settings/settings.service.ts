@@ -86,10 +86,14 @@ export const PATCH_RESTART_MESSAGE =
 
 const SECRET_PATH_KEYS = SECRET_PATHS.map((p) => p.split('.'));
 
+/** Freezes a value and everything under it (iterative: no depth can exhaust the stack). */
 function deepFreeze<T>(value: T): T {
-  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (typeof node !== 'object' || node === null || Object.isFrozen(node)) continue;
+    Object.freeze(node);
+    for (const child of Object.values(node)) pending.push(child);
   }
   return value;
 }
@@ -287,15 +291,20 @@ export class SettingsService {
    */
   private async writeFile(patch: PlainObject, changed: string[][]): Promise<string | null> {
     const edits: FileEdit[] = [];
-    const walk = (node: PlainObject, path: string[]): void => {
-      for (const [key, value] of Object.entries(node)) {
-        const at = [...path, key];
-        if (value === null) edits.push({ kind: 'delete', path: at });
-        else if (isPlainObject(value)) walk(value, at);
-        else if (changed.some((c) => pathsOverlap(c, at))) edits.push({ kind: 'set', path: at, value });
-      }
+    // Depth first in key order (the order new keys take in the file), without recursion.
+    const pending: Array<{ path: string[]; value: unknown }> = [];
+    const visit = (node: PlainObject, path: string[]): void => {
+      const entries = Object.entries(node);
+      for (let i = entries.length - 1; i >= 0; i--)
+        pending.push({ path: [...path, entries[i]![0]], value: entries[i]![1] });
     };
-    walk(patch, []);
+    visit(patch, []);
+    while (pending.length > 0) {
+      const { path: at, value } = pending.pop()!;
+      if (value === null) edits.push({ kind: 'delete', path: at });
+      else if (isPlainObject(value)) visit(value, at);
+      else if (changed.some((c) => pathsOverlap(c, at))) edits.push({ kind: 'set', path: at, value });
+    }
     if (edits.length === 0) return null;
 
     const target = await openConfigFile(this.configFile(), this.options.fileObject ?? {});

@@ -92,6 +92,21 @@ describe('parseSkillMd', () => {
     expect(dup[0]?.path).toBe('skill_md.front_matter');
   });
 
+  it('refuses a deeply nested front matter before parsing it, in every YAML form', () => {
+    const deep = [
+      `name: a\ndescription: b\nx: ${'['.repeat(20_000)}${']'.repeat(20_000)}`,
+      `name: a\ndescription: b\nx: ${'{a: '.repeat(20_000)}1${'}'.repeat(20_000)}`,
+      `name: a\ndescription: b\nx:\n${'- '.repeat(20_000)}1`,
+      `name: a\ndescription: b\n${Array.from({ length: 200 }, (_, i) => `${' '.repeat(i)}k:`).join('\n')} 1`,
+    ];
+    for (const front of deep) {
+      expect(issues(parseSkillMd(doc(front)))).toEqual([
+        { path: 'skill_md.front_matter', message: 'the front matter nests deeper than 32 levels' },
+      ]);
+    }
+    expect(parseSkillMd(doc('name: a\ndescription: b\nextra:\n  x:\n    y: [1, {z: 2}]')).ok).toBe(true);
+  });
+
   it('requires the front matter to be a mapping', () => {
     for (const front of ['', '- a\n- b', 'just text']) {
       expect(issues(parseSkillMd(doc(front)))).toEqual([

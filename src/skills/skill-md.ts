@@ -1,6 +1,8 @@
 import { parseDocument, stringify } from 'yaml';
 import type { z } from 'zod';
 import type { FieldIssue } from '../http/errors.js';
+import { prototypeKey } from '../lib/json.js';
+import { yamlNestingBound } from '../lib/yaml-depth.js';
 import {
   MAX_INSTRUCTIONS_CHARS,
   issuesOf,
@@ -30,6 +32,9 @@ export interface SkillDocument {
 /** The outcome of `parseSkillMd`: the document, or every problem found as `{path, message}`. */
 export type SkillMdParse = { ok: true; skill: SkillDocument } | { ok: false; issues: FieldIssue[] };
 
+/** Most nesting `yamlNestingBound` may report for a front matter (twice the levels allowed; it counts a block level twice). */
+const MAX_FRONT_MATTER_NESTING = 64;
+
 /** Longest `compatibility` (Agent Skills format). */
 const MAX_COMPATIBILITY_CHARS = 500;
 
@@ -51,6 +56,10 @@ export function parseSkillMd(text: string, root = 'skill_md'): SkillMdParse {
   if (end === -1) return fail(root, 'the YAML front matter is not closed by a "---" line');
 
   const yamlText = lines.slice(1, end).join('\n');
+  // The YAML parser recurses: deep input is refused before it sees it (ADR 0013).
+  if (yamlNestingBound(yamlText) > MAX_FRONT_MATTER_NESTING) {
+    return fail(`${root}.front_matter`, `the front matter nests deeper than ${MAX_FRONT_MATTER_NESTING / 2} levels`);
+  }
   const doc = parseDocument(yamlText, { uniqueKeys: true });
   if (doc.errors.length > 0) {
     return {
@@ -65,6 +74,9 @@ export function parseSkillMd(text: string, root = 'skill_md'): SkillMdParse {
   if (front === null || typeof front !== 'object' || Array.isArray(front)) {
     return fail(`${root}.front_matter`, 'the front matter must be a YAML mapping with name and description');
   }
+  // As in every JSON body (ADR 0013): a key that would reach a prototype when copied is refused.
+  const protoKey = prototypeKey(front);
+  if (protoKey !== null) return fail(`${root}.front_matter`, `the key "${protoKey}" is not allowed`);
   const fields = front as Record<string, unknown>;
   const issues: FieldIssue[] = [];
 

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import type { Database } from '../store/index.js';
+import { prepared, type Database } from '../store/index.js';
 import type { SkillStatus } from './skills.status.js';
 
 /** `skills`: one row per skill version (migration 007_skills). */
@@ -134,23 +134,29 @@ export async function activeSkillSummaries(
   ex: Executor,
   limit: number,
 ): Promise<Array<{ name: string; description: string }>> {
-  return ex
+  return activeSummaries.rows(ex, { limit });
+}
+
+// Read before every model call (the agent's system context): built and compiled once.
+const activeSummaries = prepared((ex, input: { limit: number }) =>
+  ex
     .selectFrom('skills')
     .select(['name', 'description'])
     .where('status', '=', 'active')
     .orderBy('name')
-    .limit(limit)
-    .execute();
-}
+    .limit(input.limit),
+);
+const activeCount = prepared((ex, _input: Record<string, never>) =>
+  ex
+    .selectFrom('skills')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('status', '=', 'active'),
+);
 
 /** Number of active skills. */
 export async function countActiveSkills(ex: Executor): Promise<number> {
-  const row = await ex
-    .selectFrom('skills')
-    .select((eb) => eb.fn.countAll<number>().as('n'))
-    .where('status', '=', 'active')
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
+  const row = await activeCount.first(ex, {});
+  return Number(row?.n ?? 0);
 }
 
 /**

@@ -7,8 +7,11 @@ import { presentSkill, presentSkillDetail } from './skills.presenter.js';
 import {
   MAX_SKILL_MD_CHARS,
   skillCategorySchema,
+  skillDeletedSchema,
   skillDescriptionSchema,
+  skillDetailSchema,
   skillInstructionsSchema,
+  skillListSchema,
   skillMetadataSchema,
   skillNameSchema,
 } from './skills.schema.js';
@@ -73,6 +76,7 @@ export function skillRoutes(deps: SkillRoutesDeps): RouteDef[] {
       summary,
       tags: ['skills'],
       params: skillParams,
+      responses: [{ status: 200, description: 'The skill after the change', schema: skillDetailSchema }],
       handler: async (_ctx, { params }) => {
         const skill =
           op === 'approve'
@@ -92,6 +96,7 @@ export function skillRoutes(deps: SkillRoutesDeps): RouteDef[] {
         status: z.enum(SKILL_STATUSES, { error: 'status must be one of active, staged, disabled' }).optional(),
         category: z.string().min(1, 'category must not be empty').optional(),
       }),
+      responses: [{ status: 200, description: 'The skills', schema: skillListSchema }],
       handler: async (_ctx, { query }) => {
         const skills = await service.list({
           ...(query.status !== undefined ? { status: query.status } : {}),
@@ -107,6 +112,7 @@ export function skillRoutes(deps: SkillRoutesDeps): RouteDef[] {
       summary: 'Create an active skill from fields or a SKILL.md document',
       tags: ['skills'],
       body: createBody,
+      responses: [{ status: 201, description: 'The created skill, active', schema: skillDetailSchema }],
       handler: async (_ctx, { body }) => {
         const draft = body.skill_md !== undefined ? draftFromSkillMd(body.skill_md) : draftFromFields(body);
         return created(presentSkillDetail(await service.create(draft)));
@@ -119,6 +125,7 @@ export function skillRoutes(deps: SkillRoutesDeps): RouteDef[] {
       summary: 'One skill with its instructions and SKILL.md',
       tags: ['skills'],
       params: skillParams,
+      responses: [{ status: 200, description: 'The skill', schema: skillDetailSchema }],
       handler: async (_ctx, { params }) => presentSkillDetail(await service.get(params.skill_id)),
     }),
     defineRoute({
@@ -128,6 +135,7 @@ export function skillRoutes(deps: SkillRoutesDeps): RouteDef[] {
       summary: 'Delete a skill',
       tags: ['skills'],
       params: skillParams,
+      responses: [{ status: 200, description: 'Deleted', schema: skillDeletedSchema }],
       handler: async (_ctx, { params }) => {
         const skill = await service.delete(params.skill_id);
         return { id: skill.id, deleted: true };
@@ -141,6 +149,7 @@ export function skillRoutes(deps: SkillRoutesDeps): RouteDef[] {
       tags: ['skills'],
       params: skillParams,
       body: statusBody,
+      responses: [{ status: 200, description: 'The skill after the change', schema: skillDetailSchema }],
       handler: async (_ctx, { params, body }) =>
         presentSkillDetail(await service.setStatus(params.skill_id, body.status)),
     }),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { FieldIssue } from '../http/errors.js';
+import { SKILL_STATUSES } from './skills.status.js';
 
 /**
  * Field rules of a skill, shared by POST /skills, the SKILL.md parser and the
@@ -68,3 +69,46 @@ export function issuesOf(error: z.ZodError, root: string): FieldIssue[] {
     message: issue.message,
   }));
 }
+
+/*
+ * Response shapes (the presenter's output), declared on the routes for the
+ * OpenAPI document; the response-schema test parses real answers with them.
+ */
+
+/** ISO 8601 UTC with milliseconds (DECISIONS §2). */
+const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC with milliseconds');
+
+/** A skill as listed, without its instructions (spec: Skill). */
+export const skillSchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    description: z.string(),
+    status: z.enum(SKILL_STATUSES),
+    version: z.number().int().min(1),
+    last_used: timestamp.nullable().describe('When the agent last loaded it; null if never'),
+    use_count: z.number().int().min(0),
+    evolved_from: z.string().nullable().describe('The skill this one revises (a proposal); null otherwise'),
+    category: z.string().nullable(),
+    created_at: timestamp,
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Skill', description: 'A skill, without its instructions (as listed)' });
+
+/** One skill in full: the listed fields plus `instructions` and the rendered `skill_md`. */
+export const skillDetailSchema = skillSchema
+  .extend({
+    instructions: z.string().describe('The Markdown body'),
+    skill_md: z.string().describe('The skill as a SKILL.md document (front matter and body)'),
+  })
+  .meta({ id: 'SkillDetail', description: 'A skill with its instructions and SKILL.md' });
+
+/** GET /skills. */
+export const skillListSchema = z
+  .object({ items: z.array(skillSchema) })
+  .meta({ id: 'SkillList', description: 'Skills by name, newest version first' });
+
+/** DELETE /skills/{id}. */
+export const skillDeletedSchema = z
+  .object({ id: z.string(), deleted: z.literal(true) })
+  .describe('The skill is deleted');

@@ -265,4 +265,18 @@ describeBackends('skills service', (backend) => {
     });
     expect((await service.activeSummaries(1)).items).toHaveLength(1);
   });
+
+  it('keeps the summaries until a skill changes here; another process’s change counts within 1 s where shared', async () => {
+    await service.create(draft({ name: 'kept', description: 'K' }));
+    expect((await service.activeSummaries(10)).total).toBe(1);
+    const other = createSkillsService({ store: t.store, clock, ids: createIdGenerator(clock) });
+    await other.create(draft({ name: 'elsewhere', description: 'E' }));
+    // Changed by another service (another process): not seen at once.
+    expect((await service.activeSummaries(10)).total).toBe(1);
+    clock.advance(1_001);
+    expect((await service.activeSummaries(10)).total).toBe(t.store.shared ? 2 : 1);
+    // A change made here is seen at once.
+    await service.create(draft({ name: 'here', description: 'H' }));
+    expect((await service.activeSummaries(10)).items.map((s) => s.name)).toEqual(['elsewhere', 'here', 'kept']);
+  });
 });

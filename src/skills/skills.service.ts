@@ -98,7 +98,7 @@ export interface SkillsService {
 /** What the skills service needs. */
 export interface SkillsServiceOptions {
   /** Reads use `db` and writes `writer`, each looked up at call time. */
-  store: Pick<Store, 'db' | 'writer'>;
+  store: Pick<Store, 'db' | 'writer' | 'shared'>;
   /** The only time source (`created_at`, `updated_at`, `last_used`). */
   clock: Clock;
   ids: IdGenerator;
@@ -119,11 +119,22 @@ function nameTaken(name: string, holder?: SkillRecord): ApiError {
   );
 }
 
+/** How long the active skills' summaries stay at hand where other processes may change them. */
+const SUMMARY_TTL_MS = 1_000;
+
+type SkillSummary = { name: string; description: string };
+
 /** Builds the skills service. */
 export function createSkillsService(options: SkillsServiceOptions): SkillsService {
   const { store, clock, ids } = options;
   const now = (): string => isoTime(clock.now());
+  /**
+   * The active skills' summaries, asked before every model call, kept until a skill changes here. Where other
+   * processes share the database their changes count after at most SUMMARY_TTL_MS.
+   */
+  let summaries: { limit: number; at: number; value: Promise<{ items: SkillSummary[]; total: number }> } | null = null;
   const notify = (event: SkillEvent, skill: SkillRecord | null): void => {
+    if (event !== 'used') summaries = null;
     if (skill) options.onChange?.(event, skill);
   };
 
@@ -262,9 +273,21 @@ export function createSkillsService(options: SkillsServiceOptions): SkillsServic
       notify('used', skill);
       return skill;
     },
-    async activeSummaries(limit) {
-      const [items, total] = await Promise.all([activeSkillSummaries(store.db, limit), countActiveSkills(store.db)]);
-      return { items, total };
+    activeSummaries(limit) {
+      const at = clock.now();
+      const fresh = summaries && summaries.limit === limit && (!store.shared || at - summaries.at < SUMMARY_TTL_MS);
+      if (!fresh) {
+        const value = Promise.all([activeSkillSummaries(store.db, limit), countActiveSkills(store.db)]).then(
+          ([items, total]) => ({ items, total }),
+        );
+        const entry = { limit, at, value };
+        summaries = entry;
+        // A failed read is not kept.
+        value.catch(() => {
+          if (summaries === entry) summaries = null;
+        });
+      }
+      return summaries!.value;
     },
   };
 }

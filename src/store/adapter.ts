@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Database } from './database.js';
 import type { FullTextDialect } from './fulltext.js';
 import type { GroupCommit, WriteOp } from './group-commit.js';
@@ -17,4 +17,6 @@ export interface StoreAdapter {
   readonly fullText: FullTextDialect;
   /** `Store.exclusive` over this database's `db` and `writer`. */
   exclusive<T>(db: Kysely<Database>, writer: GroupCommit, lockName: string, fn: WriteOp<T>): Promise<T>;
+  /** `Store.tryLock` inside a transaction of this database. */
+  tryLock(trx: Transaction<Database>, lockName: string): Promise<boolean>;
 }

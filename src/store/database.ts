@@ -189,3 +189,27 @@ export interface Database {
   pair_attempts: PairAttemptsTable;
   paired_users: PairedUsersTable;
 }
+
+/*
+ * Migration 010_cluster_counts: the counts gateway processes sharing one
+ * database exchange for cluster-wide limits (ADR 0028).
+ */
+
+/** `cluster_counts`: one process's count in one rate-limit window, or its current value of one gauge. */
+export interface ClusterCountsTable {
+  /** The reporting gateway instance. */
+  instance_id: string;
+  /** `window`: a count within the window starting at `window_start`; `gauge`: a current value (`window_start` 0). */
+  kind: 'window' | 'gauge';
+  /** What is counted: `<rate group>:<token fingerprint>`, or the gauge's name. Never a secret. */
+  key: string;
+  /** The window's start, epoch milliseconds; 0 for a gauge. */
+  window_start: number;
+  count: number;
+  updated_at: string;
+}
+
+/** `Database` with the table of 010_cluster_counts. */
+export interface Database {
+  cluster_counts: ClusterCountsTable;
+}

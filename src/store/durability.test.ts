@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DurabilityBarrier } from './durability.js';
+import { DurabilityBarrier, DurableFile } from './durability.js';
 import { StoreUnavailableError } from './errors.js';
 import { getMeta, setMeta } from './meta.repo.js';
 import { openStore, type Store } from './store.js';
@@ -64,6 +64,45 @@ describe('DurabilityBarrier', () => {
   });
 });
 
+describe('DurableFile', () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+  const dir = () => {
+    const d = mkdtempSync(join(tmpdir(), 'gatehouse-durable-file-'));
+    dirs.push(d);
+    return d;
+  };
+  /** Descriptors of this process open on `path`. */
+  const openOn = (path: string): number =>
+    readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return readlinkTarget(fd) === path;
+      } catch {
+        return false;
+      }
+    }).length;
+
+  it('a file that does not exist yet has nothing to flush; once it does, one descriptor serves every sync', async () => {
+    const path = join(dir(), 'wal');
+    const file = new DurableFile(path);
+    await file.sync(); // ENOENT: nothing written yet
+    writeFileSync(path, 'frames');
+    for (let i = 0; i < 5; i++) await file.sync();
+    await Promise.all([file.sync(), file.sync(), file.sync()]);
+    if (process.platform === 'linux') expect(openOn(path)).toBe(1);
+    await file.close();
+    if (process.platform === 'linux') expect(openOn(path)).toBe(0);
+    await expect(file.sync()).rejects.toThrow(/closed/);
+    await file.close(); // idempotent
+  });
+});
+
+function readlinkTarget(fd: string): string {
+  return readlinkSync(`/proc/self/fd/${fd}`);
+}
+
 describe('GroupCommit with a durability hook', () => {
   const dirs: string[] = [];
   const stores: Store[] = [];
@@ -109,6 +148,51 @@ describe('GroupCommit with a durability hook', () => {
     const store = await open();
     const writer = new GroupCommit(store.db, { durable: () => Promise.reject(new Error('EIO')) });
     await expect(writer.run((trx) => setMeta(trx, 'c', '3', now()))).rejects.toBeInstanceOf(StoreUnavailableError);
+    await writer.close();
+  });
+
+  it('an op that need not be durable settles at its commit; a batch of such ops costs no fsync', async () => {
+    const store = await open();
+    const gate = deferred();
+    let calls = 0;
+    const writer = new GroupCommit(store.db, {
+      durable: () => {
+        calls++;
+        return gate.promise;
+      },
+    });
+    await writer.run((trx) => setMeta(trx, 'quick', '1', now()), { durable: false });
+    expect(calls).toBe(0);
+    let durableDone = false;
+    let quickDone = false;
+    const durable = writer
+      .run((trx) => setMeta(trx, 'slow', '2', now()))
+      .then(() => {
+        durableDone = true;
+      });
+    const quick = writer
+      .run((trx) => setMeta(trx, 'quick2', '3', now()), { durable: false })
+      .then(() => {
+        quickDone = true;
+      });
+    await quick;
+    expect(quickDone).toBe(true);
+    expect(durableDone).toBe(false); // same batch, still waiting for its fsync
+    expect(calls).toBe(1);
+    gate.resolve();
+    await durable;
+    // sync(): everything committed so far made durable.
+    await writer.sync();
+    expect(calls).toBe(2);
+    await writer.close();
+  });
+
+  it('sync() rejects with StoreUnavailableError when the flush fails, and health sees writes failing', async () => {
+    const store = await open();
+    const writer = new GroupCommit(store.db, { durable: () => Promise.reject(new Error('EIO')) });
+    await writer.run((trx) => setMeta(trx, 'd', '4', now()), { durable: false });
+    await expect(writer.sync()).rejects.toBeInstanceOf(StoreUnavailableError);
+    expect(writer.writesFailing).toBe(true);
     await writer.close();
   });
 

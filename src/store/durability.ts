@@ -1,4 +1,4 @@
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 
 /**
  * Coalescing fsync: callers that arrive while a sync is running share the
@@ -52,19 +52,58 @@ export class DurabilityBarrier {
   }
 }
 
-/** fsyncs a file by path (a fresh descriptor each time: SQLite may recreate its WAL file). */
-export async function fsyncPath(path: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(path, 'r');
-  } catch (error) {
-    // No WAL file (nothing written yet, or the last connection removed it): nothing to flush.
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-    throw error;
+/**
+ * A file fsynced through one descriptor kept open (the SQLite WAL): opening
+ * and closing it around every fsync cost two more thread-pool round trips
+ * and system calls per commit. The WAL keeps its inode while the database is
+ * open in this process — SQLite removes it only when the last connection
+ * closes, and the store's connection stays open until `close()` — so the
+ * descriptor stays valid; checkpoints rewrite or truncate the same file.
+ *
+ * Opened lazily: a WAL that does not exist yet holds nothing to flush. A
+ * failed fsync rejects (the writer reports the commit as not durable); the
+ * descriptor is kept.
+ */
+export class DurableFile {
+  #handle: FileHandle | null = null;
+  #opening: Promise<FileHandle | null> | null = null;
+  #closed = false;
+
+  constructor(private readonly path: string) {}
+
+  /** fdatasync of the file; resolves at once when it does not exist yet. Rejects after `close()`. */
+  async sync(): Promise<void> {
+    if (this.#closed) throw new Error(`${this.path}: closed`);
+    const handle = this.#handle ?? (await this.#open());
+    if (handle) await handle.datasync();
   }
-  try {
-    await handle.datasync();
-  } finally {
-    await handle.close();
+
+  /** Closes the descriptor (after the store's last commit). Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const handle = this.#handle ?? (await this.#opening?.catch(() => null)) ?? null;
+    this.#handle = null;
+    await handle?.close();
+  }
+
+  #open(): Promise<FileHandle | null> {
+    this.#opening ??= open(this.path, 'r').then(
+      (handle) => {
+        this.#opening = null;
+        if (this.#closed) {
+          void handle.close().catch(() => undefined);
+          throw new Error(`${this.path}: closed`);
+        }
+        this.#handle = handle;
+        return handle;
+      },
+      (error: unknown) => {
+        this.#opening = null;
+        // No WAL yet (nothing written): nothing to flush.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+        throw error;
+      },
+    );
+    return this.#opening;
   }
 }

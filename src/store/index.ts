@@ -7,6 +7,7 @@ export type {
   SessionsTable,
   TurnEventsTable,
   TurnsTable,
+  UsageRecordsTable,
 } from './database.js';
 export { StoreUnavailableError } from './errors.js';
 export {
@@ -20,6 +21,8 @@ export {
 } from './fulltext.js';
 export { GroupCommit, type GroupCommitOptions, type GroupCommitStats, type WriteOp } from './group-commit.js';
 export { heartbeat, liveInstances, liveOwners, registerInstance, removeInstance } from './instances.repo.js';
+export { StoreFaults, type StoreFaultMode } from './guarded-dialect.js';
 export { getMeta, setMeta } from './meta.repo.js';
+export { prepared, PreparedQuery } from './prepared.js';
 export { type Migration } from './migrate.js';
 export { type Store, type StoreDriver, type StoreOptions, createStore, openStore } from './store.js';

@@ -1,18 +1,19 @@
-import { type Dialect, Kysely, sql } from 'kysely';
+import { type Dialect, Kysely, sql, type Transaction } from 'kysely';
 import { type Clock, isoTime, systemClock } from '../lib/clock.js';
 import type { StoreAdapter } from './adapter.js';
 import type { Database } from './database.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
 import type { FullTextDialect } from './fulltext.js';
 import { GroupCommit, type GroupCommitOptions, type WriteOp } from './group-commit.js';
-import { closeGuardedDialect } from './guarded-dialect.js';
+import { closeGuardedDialect, faultDialect, type StoreFaults } from './guarded-dialect.js';
+import { setMeta } from './meta.repo.js';
 import { migrate } from './migrate.js';
 import { postgresAdapter } from './postgres/adapter.js';
 import { createPostgresDialect, ensurePostgresSchema } from './postgres/dialect.js';
 import { migrations as postgresMigrations } from './postgres/migrations.js';
 import { sqliteAdapter } from './sqlite/adapter.js';
 import { createSqliteDialect, sqliteWalPath } from './sqlite/dialect.js';
-import { DurabilityBarrier, fsyncPath } from './durability.js';
+import { DurabilityBarrier, DurableFile } from './durability.js';
 import { migrations as sqliteMigrations } from './sqlite/migrations.js';
 
 export { StoreUnavailableError } from './errors.js';
@@ -35,6 +36,10 @@ export interface StoreOptions {
   writer?: GroupCommitOptions;
   /** Source of `schema_migrations.applied_at`; default the system clock. */
   clock?: Clock;
+  /** Tests only: the fault seam that can make every query fail as in an outage (ADR 0014). */
+  faults?: StoreFaults;
+  /** PostgreSQL only: told when a pooled connection reports an error (a dropped backend); default: ignored. */
+  onConnectionError?: (error: Error) => void;
 }
 
 /** The database behind the gateway; repositories take `db` (or a transaction) as their executor. */
@@ -68,13 +73,30 @@ export interface Store {
    * the store is closed.
    */
   exclusive<T>(lockName: string, fn: WriteOp<T>): Promise<T>;
+  /**
+   * Takes the lock `lockName` (as `exclusive` names them) inside `trx` if no
+   * other transaction holds it, until `trx` ends; never waits. False when
+   * another holds it. PostgreSQL: `pg_try_advisory_xact_lock`. SQLite: always
+   * true (a write transaction already excludes every other).
+   */
+  tryLock(trx: Transaction<Database>, lockName: string): Promise<boolean>;
   /** Resolves when the database answers a trivial query; otherwise rejects with StoreUnavailableError within ~2 s. */
   ping(): Promise<void>;
+  /**
+   * Resolves when the database takes writes, as far as the writer knows: at
+   * once while its last transaction committed; after the last one was refused
+   * (a full disk answers `select 1` but refuses every commit), only once a
+   * small probe write through the writer commits now. Otherwise rejects with
+   * StoreUnavailableError within ~2 s. Costs nothing while writes succeed.
+   */
+  checkWrites(): Promise<void>;
   /** Waits for queued writes to settle, then closes every connection. Idempotent. */
   close(): Promise<void>;
 }
 
 const PING_TIMEOUT_MS = 2000;
+/** The gateway_meta row the write probe of `checkWrites` upserts. */
+const WRITE_PROBE_KEY = 'write_probe';
 
 /**
  * Builds a store without touching the schema: no migrations, and PostgreSQL
@@ -87,23 +109,46 @@ const PING_TIMEOUT_MS = 2000;
 export function createStore(options: StoreOptions): Store {
   switch (options.driver) {
     case 'sqlite': {
-      const dialect = createSqliteDialect(options.dataDir);
-      const wal = sqliteWalPath(options.dataDir);
-      const barrier = new DurabilityBarrier(() => fsyncPath(wal));
-      return new KyselyStore('sqlite', sqliteAdapter, new Kysely<Database>({ dialect }), dialect, {
-        ...options,
-        writer: { ...options.writer, durable: () => barrier.sync() },
-      });
+      const dialect = withFaults(createSqliteDialect(options.dataDir), options.faults);
+      const wal = new DurableFile(sqliteWalPath(options.dataDir));
+      const barrier = new DurabilityBarrier(() => wal.sync());
+      return new KyselyStore(
+        'sqlite',
+        sqliteAdapter,
+        new Kysely<Database>({ dialect }),
+        dialect,
+        { ...options, writer: { ...options.writer, durable: () => barrier.sync() } },
+        () => wal.close(),
+      );
     }
     case 'postgres': {
-      const dialect = createPostgresDialect({ url: options.url, schema: options.schema, poolSize: options.poolSize });
-      return new KyselyStore('postgres', postgresAdapter, new Kysely<Database>({ dialect }), dialect, options);
+      const dialect = withFaults(
+        createPostgresDialect({
+          url: options.url,
+          schema: options.schema,
+          poolSize: options.poolSize,
+          onConnectionError: options.onConnectionError,
+        }),
+        options.faults,
+      );
+      // A commit nothing waits on (streamed events, a waited message's acceptance) need not wait for the WAL flush.
+      const relax = async (trx: Transaction<Database>): Promise<void> => {
+        await sql`set local synchronous_commit = off`.execute(trx);
+      };
+      return new KyselyStore('postgres', postgresAdapter, new Kysely<Database>({ dialect }), dialect, {
+        ...options,
+        writer: { ...options.writer, relax },
+      });
     }
     default: {
       const driver: never = options.driver;
       throw new Error(`storage.driver must be "sqlite" or "postgres", not ${JSON.stringify(driver)}`);
     }
   }
+}
+
+function withFaults(dialect: Dialect, faults: StoreFaults | undefined): Dialect {
+  return faults ? faultDialect(dialect, faults) : dialect;
 }
 
 /**
@@ -138,6 +183,7 @@ class KyselyStore implements Store {
   readonly writer: GroupCommit;
   readonly shared: boolean;
   readonly fullText: FullTextDialect;
+  private readonly clock: Clock;
   #closing: Promise<void> | null = null;
 
   constructor(
@@ -146,8 +192,11 @@ class KyselyStore implements Store {
     readonly db: Kysely<Database>,
     private readonly dialect: Dialect,
     options: StoreOptions,
+    /** Releases what the store holds besides its connections (the WAL descriptor), after the last commit. */
+    private readonly release: () => Promise<void> = () => Promise.resolve(),
   ) {
     this.writer = new GroupCommit(db, options.writer);
+    this.clock = options.clock ?? systemClock;
     this.shared = adapter.shared;
     this.fullText = adapter.fullText;
   }
@@ -156,7 +205,21 @@ class KyselyStore implements Store {
     return this.adapter.exclusive(this.db, this.writer, lockName, fn);
   }
 
-  async ping(): Promise<void> {
+  tryLock(trx: Transaction<Database>, lockName: string): Promise<boolean> {
+    return this.adapter.tryLock(trx, lockName);
+  }
+
+  ping(): Promise<void> {
+    return this.#withinPingTimeout(sql`select 1`.execute(this.db));
+  }
+
+  checkWrites(): Promise<void> {
+    if (!this.writer.writesFailing) return Promise.resolve();
+    const now = isoTime(this.clock.now());
+    return this.#withinPingTimeout(this.writer.run((trx) => setMeta(trx, WRITE_PROBE_KEY, now, now)));
+  }
+
+  async #withinPingTimeout(work: Promise<unknown>): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(
@@ -164,8 +227,9 @@ class KyselyStore implements Store {
         PING_TIMEOUT_MS,
       );
     });
+    work.catch(() => undefined); // a late failure after the timeout is not unhandled
     try {
-      await Promise.race([sql`select 1`.execute(this.db), timeout]);
+      await Promise.race([work, timeout]);
     } catch (error) {
       if (error instanceof StoreUnavailableError) throw error;
       throw new StoreUnavailableError(`database unavailable: ${errorMessage(error)}`, { cause: error });
@@ -176,7 +240,10 @@ class KyselyStore implements Store {
 
   close(): Promise<void> {
     // Not `db.destroy()`: queries after close must fail as StoreUnavailableError (503), not a plain Error.
-    this.#closing ??= this.writer.close().then(() => closeGuardedDialect(this.dialect));
+    this.#closing ??= this.writer
+      .close()
+      .then(() => closeGuardedDialect(this.dialect))
+      .finally(() => this.release());
     return this.#closing;
   }
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { created, defineRoute, type RouteDef } from '../http/route.js';
 import { presentTask } from './tasks.presenter.js';
-import { createTaskBody, listTasksQuery, patchTaskBody } from './tasks.schema.js';
+import { createTaskBody, listTasksQuery, patchTaskBody, taskEnvelopeSchema, taskListSchema } from './tasks.schema.js';
 import type { TaskService } from './tasks.service.js';
 
 /** What the task routes use. */
@@ -26,6 +26,7 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       summary: 'List tasks, newest first (filters: status, priority word, session_id, assignee, source, board)',
       tags: ['tasks'],
       query: listTasksQuery,
+      responses: [{ status: 200, description: 'The tasks', schema: taskListSchema }],
       handler: async (_ctx, { query }) => {
         const tasks = await service.list({
           limit: query.limit,
@@ -47,6 +48,7 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       summary: 'Create a task (agent tasks start running as soon as a slot is free)',
       tags: ['tasks'],
       body: createTaskBody,
+      responses: [{ status: 201, description: 'The created task', schema: taskEnvelopeSchema }],
       handler: async (_ctx, { body }) => {
         const task = await service.create({
           title: body.title,
@@ -69,6 +71,7 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       summary: 'One task',
       tags: ['tasks'],
       params,
+      responses: [{ status: 200, description: 'The task', schema: taskEnvelopeSchema }],
       handler: async (_ctx, { params: p }) => ({ task: presentTask(await service.require(p.task_id)) }),
     }),
     defineRoute({
@@ -79,6 +82,7 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       tags: ['tasks'],
       params,
       body: patchTaskBody,
+      responses: [{ status: 200, description: 'The task after the change', schema: taskEnvelopeSchema }],
       handler: async (_ctx, { params: p, body }) => {
         const task = await service.update(p.task_id, {
           ...(body.title !== undefined ? { title: body.title } : {}),
@@ -103,6 +107,7 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       summary: "Cancel a task (a running task's turn is interrupted); a finished task is 400",
       tags: ['tasks'],
       params,
+      responses: [{ status: 200, description: 'The task, cancelled', schema: taskEnvelopeSchema }],
       handler: async (_ctx, { params: p }) => ({ task: presentTask(await service.cancel(p.task_id)) }),
     }),
   ];

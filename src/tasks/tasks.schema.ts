@@ -174,3 +174,48 @@ export const taskCreateToolArgs = z.object({
   priority: priority.optional(),
   labels: labels.optional(),
 });
+
+/*
+ * Response shapes (the presenter's output), declared on the routes for the
+ * OpenAPI document; the response-schema test parses real answers with them.
+ */
+
+/** ISO 8601 UTC with milliseconds (DECISIONS §2). */
+const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC with milliseconds');
+
+/** A task (spec: Task; DECISIONS §9): `priority` is the word, `priority_value` the integer. */
+export const taskSchema = z
+  .object({
+    id: z.string(),
+    title: z.string(),
+    description: z.string().nullable(),
+    status: z.enum(TASK_STATUSES),
+    priority: z.enum(PRIORITY_WORDS).describe('0–3 low, 4–6 normal, 7–8 high, 9–10 urgent'),
+    priority_value: z.number().int().min(0).max(10),
+    labels: z.array(z.string()),
+    assignee: z.string().nullable().describe('Null or `agent`: the agent runs it; anyone else: a person'),
+    source: z.enum(TASK_SOURCES),
+    board_id: z.string().nullable(),
+    parent_task_id: z.string().nullable(),
+    metadata: z.record(z.string(), z.unknown()),
+    progress: z.number().min(0).max(1),
+    session_key: z.string().nullable().describe('The session its turn runs in (`gateway:task:<task_id>`)'),
+    event_id: z.string().nullable().describe('Its turn, once the agent runs it'),
+    result: z.string().nullable(),
+    error: z.string().nullable(),
+    created_at: timestamp,
+    started_at: timestamp.nullable(),
+    finished_at: timestamp.nullable(),
+    updated_at: timestamp,
+  })
+  .meta({ id: 'Task', description: 'A task' });
+
+/** A single task, wrapped (spec: Tasks; DECISIONS §9): create, GET, PATCH, DELETE. */
+export const taskEnvelopeSchema = z
+  .object({ task: taskSchema })
+  .meta({ id: 'TaskEnvelope', description: 'One task, wrapped as `{task}`' });
+
+/** GET /tasks. */
+export const taskListSchema = z
+  .object({ items: z.array(taskSchema) })
+  .meta({ id: 'TaskList', description: 'Tasks, newest first' });

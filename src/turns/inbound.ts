@@ -2,7 +2,20 @@ import type { Principal } from '../http/route.js';
 import type { KeySources, ScopeKind } from '../idempotency/index.js';
 
 /** Where a message came in: the ledger's `source`. */
-export type InboundSource = 'api' | 'session' | 'websocket' | 'webhook' | 'task' | 'cron';
+export type InboundSource = 'api' | 'session' | 'websocket' | 'webhook' | 'platform' | 'task' | 'cron' | 'openai';
+
+/**
+ * One earlier message a request carries as its own conversation (the
+ * OpenAI-compatible API's fresh sessions, ADR 0015): sent to the model before
+ * the session's history, never stored as history.
+ */
+export interface ContextMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** At most this many context messages on one inbound message. */
+export const MAX_CONTEXT_MESSAGES = 100;
 
 /**
  * One message from any entry point, read from its wire format into the
@@ -32,8 +45,23 @@ export interface Inbound {
   idempotency?: KeySources & { scope: ScopeKind };
   /** Whether the caller waits for the turn's result (a retry of it waits too: spec rules 5–6). */
   wait: boolean;
+  /**
+   * The entry point writes nothing to its caller before a waited turn's
+   * outcome — no acknowledgement, no `accepted` event — so the acceptance
+   * need not be durable on its own: it commits, and the turn's claim (durable
+   * before any model call) and its outcome make it durable with them (one
+   * fsync fewer per waited turn). A wait that times out makes it durable
+   * before the timeout is answered. Ignored unless `wait` is set.
+   */
+  outcomeOnly?: boolean;
   /** A bound on turns in flight for this entry point (the webhook's `max_pending`). */
   admission?: Admission;
+  /**
+   * The request's own earlier messages (≤ `MAX_CONTEXT_MESSAGES`), stored
+   * with the turn and sent to the model before the session's history; part
+   * of the idempotency content when present.
+   */
+  context?: readonly ContextMessage[];
 }
 
 /**
@@ -77,6 +105,8 @@ export interface InboundPayload {
   chat_id: string;
   channel: string;
   source: string;
+  /** The request's own earlier messages, when it carried them (`Inbound.context`). */
+  context?: ContextMessage[];
 }
 
 /** The ledger's record of an inbound message (`payload`): the wire's snake_case fields. */
@@ -88,6 +118,7 @@ export function payloadOf(inbound: Inbound): InboundPayload {
     chat_id: inbound.chatId,
     channel: inbound.channel,
     source: inbound.source,
+    ...(inbound.context?.length ? { context: inbound.context.map((m) => ({ role: m.role, content: m.content })) } : {}),
   };
 }
 

@@ -7,9 +7,11 @@
  */
 export { createMessagePath, type MessagePath, type MessagePathOptions } from './message-path.js';
 export {
+  MAX_CONTEXT_MESSAGES,
   payloadOf,
   sessionKeyFor,
   type Admission,
+  type ContextMessage,
   type AdmissionSlot,
   type Inbound,
   type InboundPayload,

@@ -14,8 +14,9 @@ import {
 import type { IdentityCheck } from '../security/identity.js';
 import { ensureSession } from '../sessions/index.js';
 import type { Store } from '../store/index.js';
-import { payloadOf, type Inbound, type Submitted } from './inbound.js';
+import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
+import type { TurnTimings } from './turn-timings.js';
 import { insertTurn } from './turns.repo.js';
 
 export interface IntakeOptions {
@@ -30,14 +31,17 @@ export interface IntakeOptions {
   owner: string;
   /** Told of every message newly accepted (after its commit). */
   onAccepted?: (sessionKey: string, eventId: string) => void;
+  /** Where each turn's moments are marked (`Server-Timing`). */
+  timings?: TurnTimings;
 }
 
 /**
  * The first step of the message path, for every entry point (HTTP,
  * WebSocket, webhook, tasks, cron): the identity check, the key rules, the
  * idempotency claim or replay, the session and the ledger `accepted` — one
- * transaction, committed before anything is acknowledged — then the turn
- * queue.
+ * transaction, committed and durable before anything is acknowledged (a
+ * waited turn whose entry point answers only with its outcome rides on the
+ * turn's own durable commits: `Inbound.outcomeOnly`) — then the turn queue.
  */
 export class Intake {
   constructor(private readonly options: IntakeOptions) {}
@@ -49,6 +53,9 @@ export class Intake {
    * ceiling, queue full); in every failure nothing is published.
    */
   async submit(inbound: Inbound): Promise<Submitted> {
+    if (inbound.context && inbound.context.length > MAX_CONTEXT_MESSAGES) {
+      throw errors.badRequest(`at most ${MAX_CONTEXT_MESSAGES} context messages`);
+    }
     if (inbound.identity !== 'skip') {
       await this.options.checkIdentity({
         platform: inbound.platform,
@@ -102,40 +109,46 @@ export class Intake {
     const nowMs = clock.now();
     const now = isoTime(nowMs);
     const payload = payloadOf(inbound);
-    const outcome = await store.writer.run(async (trx) => {
-      let eventId = keyed ? idempotency.derivedEventId(keyed) : this.options.ids.next('evt');
-      if (keyed) {
-        const original = await idempotency.claim(trx, keyed, { eventId, sessionKey: inbound.sessionKey, nowMs });
-        if (original) return { created: false as const, original };
-      }
-      const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now });
-      const insert = () =>
-        insertTurn(trx, {
-          eventId,
-          sessionKey: inbound.sessionKey,
-          contextEpoch: session.contextEpoch,
-          payload,
-          owner: this.options.owner,
-          now,
-        });
-      let turn = await insert();
-      if (keyed && !turn.inserted) {
-        // The claim created a record, yet the derived id is in the ledger: an earlier life of this key
-        // (its record expired) used it. This is a new event: give it its own id.
-        eventId = this.options.ids.next('evt');
-        await idempotency.repoint(trx, keyed, eventId);
-        turn = await insert();
-      }
-      return { created: true as const, inserted: turn.inserted, eventId };
-    });
+    const outcome = await store.writer.run(
+      async (trx) => {
+        let eventId = keyed ? idempotency.derivedEventId(keyed) : this.options.ids.next('evt');
+        if (keyed) {
+          const original = await idempotency.claim(trx, keyed, { eventId, sessionKey: inbound.sessionKey, nowMs });
+          if (original) return { created: false as const, original };
+        }
+        const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now });
+        const insert = () =>
+          insertTurn(trx, {
+            eventId,
+            sessionKey: inbound.sessionKey,
+            contextEpoch: session.contextEpoch,
+            payload,
+            owner: this.options.owner,
+            now,
+          });
+        let turn = await insert();
+        if (keyed && !turn.inserted) {
+          // The claim created a record, yet the derived id is in the ledger: an earlier life of this key
+          // (its record expired) used it. This is a new event: give it its own id.
+          eventId = this.options.ids.next('evt');
+          await idempotency.repoint(trx, keyed, eventId);
+          turn = await insert();
+        }
+        return { created: true as const, inserted: turn.inserted, eventId, seq: turn.turn.seq };
+      },
+      // An acknowledgement goes ahead of the background turns' writes.
+      { durable: !(inbound.wait && inbound.outcomeOnly === true), urgent: true },
+    );
 
     if (!outcome.created) return replayOf(inbound, outcome.original);
     const eventId = outcome.eventId;
+    this.options.timings?.mark(eventId, 'accepted');
     if (keyed) idempotency.remember(keyed, { eventId, sessionKey: inbound.sessionKey });
     // The event is durable: queue it even if the queue filled meanwhile. If the process dies
     // first, start-up recovery finds it `accepted` and runs it — it is never lost.
     if (outcome.inserted) {
-      queue.enqueue(inbound.sessionKey, { kind: 'turn', eventId }, { force: true });
+      this.options.timings?.mark(eventId, 'queued');
+      queue.enqueue(inbound.sessionKey, { kind: 'turn', eventId, seq: outcome.seq }, { force: true });
       this.options.onAccepted?.(inbound.sessionKey, eventId);
     }
     return { eventId, sessionKey: inbound.sessionKey, replay: false, answer: inbound.wait ? 'result' : 'ack' };

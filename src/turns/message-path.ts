@@ -11,20 +11,36 @@ import type { IdentityCheck } from '../security/identity.js';
 import { heartbeat, liveOwners, registerInstance, removeInstance, type Store } from '../store/index.js';
 import type { Inbound, Submitted } from './inbound.js';
 import { Intake } from './intake.js';
-import { TurnEventHub, type TurnEventTap } from './turn-events.js';
+import { TurnEventHub, type TurnEvent, type TurnEventTap } from './turn-events.js';
 import { followTurn, type FollowOptions, type FollowStep } from './turn-follow.js';
 import { TurnQueue } from './turn-queue.js';
+import { TurnReconciler } from './turn-reconciler.js';
+import { realTimers, type Timers } from './timers.js';
 import { lastTurnEventSeq } from './turn-events.repo.js';
-import { messageView, TurnRunner, type ChatCommand } from './turn-runner.js';
+import { TurnTimings, type TurnMarks } from './turn-timings.js';
+import { ContextCache } from './context-cache.js';
+import { CONTEXT_WINDOW, messageView, TurnRunner, type ChatCommand } from './turn-runner.js';
 import { TurnWaiters } from './turn-waiters.js';
-import { getTurn, interruptTurns, listTurnsByStatus, type TurnRecord } from './turns.repo.js';
+import { getTurn, interruptTurns, listTurnsByStatus, type TurnOwnerFilter, type TurnRecord } from './turns.repo.js';
 import { turnRoutes } from './turns.routes.js';
 import type { RouteDef } from '../http/route.js';
 
-/** Heartbeat of this process in the instance table (PostgreSQL scale-out). */
-const HEARTBEAT_MS = 5_000;
-/** An instance silent this long is dead: its running turns are interrupted, its accepted ones adopted. */
-const STALE_MS = 20_000;
+/**
+ * Heartbeat and takeover of gateways sharing the database (ADR 0029): a
+ * heartbeat every fifth of `takeoverMs`; an instance silent for four fifths
+ * of it is dead, and the sweep that runs with each heartbeat adopts its
+ * accepted turns and interrupts its running ones, so within `takeoverMs` of
+ * its last heartbeat. A live instance misses four heartbeats before that.
+ */
+export function takeoverTimes(takeoverMs: number): { heartbeatMs: number; staleMs: number } {
+  const heartbeatMs = Math.max(200, Math.floor(takeoverMs / 5));
+  return { heartbeatMs, staleMs: Math.max(heartbeatMs * 2, takeoverMs - heartbeatMs) };
+}
+
+/** Pause before a lane whose session another process was claiming at that instant tries again. */
+const SESSION_BUSY_RETRY_MS = 25;
+/** Safety net for lanes waiting on a turn of their session that runs elsewhere (a lost wake-up). */
+const SESSION_ELSEWHERE_POLL_MS = 1_000;
 
 /**
  * The message path (spec: message flow; `docs/ARCHITECTURE.md`): intake →
@@ -42,16 +58,38 @@ export interface MessagePath {
   submit(inbound: Inbound): Promise<Submitted>;
   /** A turn's events, replayed then live, to its end (see `followTurn`). */
   follow(eventId: string, options: FollowOptions): AsyncGenerator<FollowStep>;
-  /** The turn once it has an outcome (pauses included), or null after `timeoutMs` or an abort (it goes on). */
+  /**
+   * The turn once it has an outcome (pauses included), or null after
+   * `timeoutMs` or an abort (it goes on; its acceptance is durable by then).
+   */
   waitFor(eventId: string, timeoutMs: number, signal?: AbortSignal): Promise<TurnRecord | null>;
-  /** Ends a turn running in this process as `interrupted` with `reason`; false when it does not run here. */
+  /** The moments of a turn marked so far (`Server-Timing` of the answer), forgotten once read. */
+  timings(eventId: string): TurnMarks | undefined;
+  /**
+   * Ends a running turn as `interrupted` with `reason`: here when it runs here (true); otherwise, where several
+   * processes share the database, asks the others over the bus (true when the request went out). False when
+   * it runs nowhere this process can reach.
+   */
   interrupt(eventId: string, reason: string): boolean;
+  /** `interrupt` for a request from another process: only a turn running here (ADR 0029). */
+  interruptHere(eventId: string, reason: string): boolean;
   /** The ledger record of a turn, or null when there is none. */
   turn(eventId: string): Promise<TurnRecord | null>;
   /** Event ids of the turns running in this process. */
   runningTurns(): string[];
   /** Listens to every turn's events (the live feed's `turns` topic). */
   tap(listener: TurnEventTap): () => void;
+  /** Listens to this process's turn events once each is stored, in order (the cross-process bus, ADR 0025). */
+  relay(listener: TurnEventTap): () => void;
+  /**
+   * A turn event of another process, stored there (ADR 0025): delivered to
+   * this process's followers and waiters of the turn. False for an unknown type: ignored.
+   */
+  deliverRemote(event: { eventId: string; seq: number; type: string; data: Record<string, unknown> }): boolean;
+  /** Another process says a turn changed in the store: its waiters here read the ledger again (ADR 0025). */
+  wake(eventId: string): void;
+  /** Another process ended or paused a turn of `sessionKey`: a lane of it waiting here tries again (ADR 0029). */
+  sessionFree(sessionKey: string): void;
   /** The ledger API (GET /turns…, approve/deny, the event stream). */
   routes(): RouteDef[];
   /** Applies live configuration: turns that start from now on use it. */
@@ -99,14 +137,50 @@ export interface MessagePathOptions {
   /** Overrides for tests. */
   idempotencyCeiling?: number;
   maxQueued?: number;
+  /** Backoffs and the reconciler's passes (tests drive them); default real, unreferenced timers. */
+  timers?: Timers;
+  /** Pause between the reconciler's passes; default 1 s (ADR 0014). */
+  reconcileIntervalMs?: number;
+  /** This process's instance id (ledger `owner`, the bus's sender id); default a new `gw_…` id. */
+  owner?: string;
+  /**
+   * True while a cross-process bus delivers other processes' turn events
+   * (ADR 0025): the ledger poll of waiters, only a safety net then, slows down.
+   */
+  busConnected?: () => boolean;
+  /**
+   * Where several processes share the database: told once a turn of
+   * `sessionKey` ended or paused here, so lanes of that session waiting in
+   * other processes try again (the bus's session wake-up, ADR 0029).
+   */
+  onSessionFree?: (sessionKey: string) => void;
+  /** Asks the other processes to interrupt a turn that does not run here; true when the request went out. */
+  interruptElsewhere?: (eventId: string, reason: string) => boolean;
 }
+
+/** Turn event types another process may send (DECISIONS §5). */
+const TURN_EVENT_TYPES: ReadonlySet<string> = new Set(['delta', 'tool_call', 'tool_result', 'status', 'done', 'error']);
 
 /** Builds the message path; nothing runs until `start()`. */
 export function createMessagePath(options: MessagePathOptions): MessagePath {
   const { config, store, clock, ids, logger } = options;
   const log = logger.child({ source: 'turns' });
-  const owner = ids.next('gw');
+  const owner = options.owner ?? ids.next('gw');
   const hub = new TurnEventHub({ store, clock, logger: log });
+  const timings = new TurnTimings();
+  // Live events wake waiters at once, and the runner hands them the outcomes it stores. The poll is a safety
+  // net, and where other processes share the database it also finds outcomes of turns they ran; with one
+  // process it can be slow.
+  // With a connected cross-process bus, other processes' events arrive as this one's do (ADR 0025).
+  const pollMs = () => (store.shared && !(options.busConnected?.() ?? false) ? 1000 : 5000);
+  const waiters = new TurnWaiters({
+    store,
+    hub,
+    maxWaiters: 10_000,
+    pollMs,
+    // A turn held here hands its outcome over: no first read of the ledger (`isHeld` is defined below).
+    isHeld: (eventId) => isHeld(eventId),
+  });
   const idempotency = new Idempotency({
     store,
     clock,
@@ -115,9 +189,36 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     ...(options.onReplay ? { onReplay: options.onReplay } : {}),
     onError: (err) => log.warn({ err: (err as Error).message }, 'idempotency recount failed'),
   });
+  const timers = options.timers ?? realTimers;
+  const { heartbeatMs, staleMs } = takeoverTimes(config.cluster.takeover_after_ms);
+  /** Sessions whose lane waits for a turn of theirs in another process (bounded by the queue's lanes). */
+  const elsewhere = new Set<string>();
+  let elsewherePoll: (() => void) | null = null;
+  const recheckElsewhere = (): void => {
+    elsewherePoll = null;
+    const keys = [...elsewhere];
+    elsewhere.clear();
+    for (const key of keys) queue.recheck(key);
+  };
+  const onSessionBusy = (sessionKey: string, why: 'claiming' | 'elsewhere'): void => {
+    if (why === 'claiming') {
+      // Another process claims a turn of this session right now: look again in a moment.
+      timers.after(SESSION_BUSY_RETRY_MS, () => queue.recheck(sessionKey));
+      return;
+    }
+    elsewhere.add(sessionKey);
+    // Woken by the other process's session wake-up; this poll only covers a lost one.
+    elsewherePoll ??= timers.after(SESSION_ELSEWHERE_POLL_MS, recheckElsewhere);
+  };
   const runner = new TurnRunner({
     store,
+    onSessionBusy,
+    ...(options.onSessionFree ? { onSessionFree: options.onSessionFree } : {}),
     hub,
+    waiters,
+    timings,
+    // The context windows of active sessions stay in memory where this process is the database's one writer.
+    ...(store.shared ? {} : { contextCache: new ContextCache(CONTEXT_WINDOW) }),
     idempotency,
     clock,
     ids,
@@ -141,6 +242,16 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     maxQueued: options.maxQueued ?? 10_000,
     run: (sessionKey, job) => runner.run(sessionKey, job),
     onError: (err) => log.error({ err }, 'turn job failed'),
+    onRetry: (sessionKey, job, failures, delayMs) => {
+      // Once per streak of a lane: an outage retries every lane until the store is back.
+      if (failures === 1) {
+        log.warn(
+          { session_key: sessionKey, event_id: job.eventId, job: job.kind, delay_ms: delayMs },
+          'turn job waits for the store',
+        );
+      }
+    },
+    timers,
   });
   const intake = new Intake({
     store,
@@ -150,11 +261,9 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     idempotency,
     checkIdentity: options.checkIdentity,
     owner,
+    timings,
     ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
   });
-  // Live events wake waiters at once. The poll is a safety net, and where other processes share the
-  // database it also finds outcomes of turns they ran; with one process it can be slow.
-  const waiters = new TurnWaiters({ store, hub, maxWaiters: 10_000, pollMs: store.shared ? 1000 : 5000 });
   const followDeps = { hub, waiters, lastSeq: (eventId: string) => lastTurnEventSeq(store.db, eventId) };
   const follow = (eventId: string, followOptions: FollowOptions) => followTurn(followDeps, eventId, followOptions);
   let heartbeatTimer: NodeJS.Timeout | undefined;
@@ -163,27 +272,93 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
 
   const now = () => isoTime(clock.now());
 
-  const recover = async (): Promise<{ interrupted: string[]; requeued: number }> => {
-    const live = await liveOwners(store, owner, isoTime(clock.now() - STALE_MS));
-    const interrupted = await store.writer.run((trx) =>
-      interruptTurns(trx, { statuses: ['running'], ownerNotIn: live, reason: 'process_restart', now: now() }),
-    );
-    for (const eventId of interrupted) {
-      await hub.open(eventId);
+  /** Publishes the final `done` of turns just ended `interrupted` outside a runner (their streams end). */
+  const publishInterrupted = async (eventIds: readonly string[]): Promise<void> => {
+    for (const eventId of eventIds) {
+      // Continue the turn's numbering; if the store cannot tell it, the event still reaches live followers.
+      await hub.open(eventId).catch(() => undefined);
       hub.publish(eventId, 'done', {
         status: 'interrupted',
         message: messageView(eventId, 'interrupted', null, null, emptyTotals()),
       });
       hub.release(eventId);
     }
+  };
+
+  /** True while a lane or the runner holds the turn. */
+  const isHeld = (eventId: string): boolean => queue.holds(eventId) || runner.holds(eventId);
+
+  /** Ends the running `turns` of `filter` that `held` disowns as `interrupted` with `reason`; answers those it ended. */
+  const interruptOrphans = async (
+    turns: readonly TurnRecord[],
+    reason: string,
+    filter: TurnOwnerFilter,
+    held: (eventId: string) => boolean,
+  ): Promise<string[]> => {
+    const orphans = turns.filter((turn) => !held(turn.eventId));
+    if (orphans.length === 0) return [];
+    const ended = await store.writer.run(async (trx) => {
+      const ids = await interruptTurns(trx, {
+        statuses: ['running'],
+        eventIdIn: orphans.map((turn) => turn.eventId),
+        reason,
+        now: now(),
+        ...filter,
+      });
+      for (const id of ids) await idempotency.settle(trx, id);
+      return ids;
+    });
+    await publishInterrupted(ended);
+    // A session blocked on a turn that ended this way may go on.
+    const endedSet = new Set(ended);
+    for (const turn of orphans) if (endedSet.has(turn.eventId)) queue.recheck(turn.sessionKey);
+    return ended;
+  };
+
+  // On a database of its own (SQLite) every leftover is this process's; when shared, only its own.
+  const ownTurns: TurnOwnerFilter = store.shared ? { ownerIn: [owner] } : {};
+  const reconciler = new TurnReconciler({
+    store,
+    owners: ownTurns,
+    timers,
+    logger: log,
+    ...(options.reconcileIntervalMs !== undefined ? { intervalMs: options.reconcileIntervalMs } : {}),
+    isHeld,
+    requeue: (turn) =>
+      void queue.enqueue(turn.sessionKey, { kind: 'turn', eventId: turn.eventId, seq: turn.seq }, { force: true }),
+    interrupt: (turns) => interruptOrphans(turns, 'store_unavailable', ownTurns, isHeld),
+  });
+
+  // A write that commits after an outage: lanes backing off retry now rather than at their next backoff.
+  let stopWaking: (() => void) | null = null;
+
+  /**
+   * Takes over turns left by gateways that are gone: at start-up, this one's own predecessor's (the same
+   * instance id: nothing of them runs here yet) and every dead instance's; later sweeps, dead instances' only.
+   * Running ones end `interrupted` (process_restart); accepted ones are queued here in arrival order.
+   */
+  const recover = async (atStart: boolean): Promise<{ interrupted: string[]; requeued: number }> => {
+    const live = await liveOwners(store, owner, isoTime(clock.now() - staleMs));
+    const others = atStart ? live.filter((id) => id !== owner) : live;
+    const interrupted = await store.writer.run((trx) =>
+      interruptTurns(trx, { statuses: ['running'], ownerNotIn: others, reason: 'process_restart', now: now() }),
+    );
+    await publishInterrupted(interrupted);
     // Accepted turns of dead (or no) owners: run them here. The claim decides if two processes adopt one.
-    const accepted = await listTurnsByStatus(store.db, ['accepted'], { limit: 100_000, ownerNotIn: live });
+    const accepted = await listTurnsByStatus(store.db, ['accepted'], { limit: 100_000, ownerNotIn: others });
     let requeued = 0;
     for (const turn of accepted) {
-      if (adopted.has(turn.eventId)) continue;
+      if (adopted.has(turn.eventId) || isHeld(turn.eventId)) continue;
       if (adopted.size >= 100_000) adopted.clear();
       adopted.add(turn.eventId);
-      if (queue.enqueue(turn.sessionKey, { kind: 'turn', eventId: turn.eventId }, { force: true })) requeued++;
+      if (queue.enqueue(turn.sessionKey, { kind: 'turn', eventId: turn.eventId, seq: turn.seq }, { force: true })) {
+        requeued++;
+      }
+    }
+    // Lanes that waited on what was just ended or adopted go on (an adopted turn now leads its lane).
+    if (interrupted.length > 0 || requeued > 0) {
+      for (const turn of accepted) queue.recheck(turn.sessionKey);
+      recheckElsewhere();
     }
     return { interrupted, requeued };
   };
@@ -192,11 +367,38 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     owner,
     submit: (inbound) => intake.submit(inbound),
     follow,
-    waitFor: (eventId, timeoutMs, signal) => waiters.wait(eventId, timeoutMs, signal),
-    interrupt: (eventId, reason) => runner.interrupt(eventId, reason),
+    waitFor: async (eventId, timeoutMs, signal) => {
+      const turn = await waiters.wait(eventId, timeoutMs, signal);
+      // A waited acceptance may not be durable yet (`Inbound.outcomeOnly`): it is before the caller hears
+      // of the event without its outcome (504).
+      if (!turn) await store.writer.sync();
+      return turn;
+    },
+    timings: (eventId) => timings.take(eventId),
+    interrupt: (eventId, reason) =>
+      runner.interrupt(eventId, reason) ||
+      (store.shared && !isHeld(eventId) && (options.interruptElsewhere?.(eventId, reason) ?? false)),
+    interruptHere: (eventId, reason) => runner.interrupt(eventId, reason),
     turn: (eventId) => getTurn(store.db, eventId),
     runningTurns: () => runner.runningTurns(),
     tap: (listener) => hub.tap(listener),
+    relay: (listener) => hub.relay(listener),
+    deliverRemote: (event) => {
+      if (!TURN_EVENT_TYPES.has(event.type)) return false;
+      hub.deliverRemote(event as TurnEvent);
+      return true;
+    },
+    sessionFree: (sessionKey) => {
+      // Also a lane that waited on a turn awaiting approval, resolved and ended over there.
+      elsewhere.delete(sessionKey);
+      queue.recheck(sessionKey);
+    },
+    wake: (eventId) => {
+      getTurn(store.db, eventId).then(
+        (turn) => turn && waiters.settled(turn),
+        () => undefined, // the poll reads it later
+      );
+    },
     routes: () =>
       turnRoutes({
         store,
@@ -218,7 +420,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     async start() {
       await store.writer.run((trx) => registerInstance(trx, owner, now()));
       await idempotency.start();
-      const result = await recover();
+      const result = await recover(true);
       if (result.interrupted.length || result.requeued) {
         log.info(
           { interrupted: result.interrupted.length, requeued: result.requeued },
@@ -229,14 +431,23 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
         store.writer.run((trx) => heartbeat(trx, owner, now())).catch(() => undefined);
         if (store.shared) {
           // Adopt work of instances that died while we run.
-          recover().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'recovery sweep failed'));
+          recover(false).catch((err: unknown) => log.warn({ err: (err as Error).message }, 'recovery sweep failed'));
         }
-      }, HEARTBEAT_MS);
+      }, heartbeatMs);
       heartbeatTimer.unref();
+      reconciler.start();
+      stopWaking = store.writer.onWritesRestored(() => {
+        const woken = queue.wake();
+        if (woken > 0) log.info({ lanes: woken }, 'store writes again; waiting turns resume');
+      });
       return result;
     },
     async shutdown(graceMs) {
       clearInterval(heartbeatTimer);
+      elsewherePoll?.();
+      elsewherePoll = null;
+      await reconciler.close();
+      stopWaking?.();
       idempotency.close();
       queue.close();
       const idle = await queue.idle(graceMs);
@@ -244,6 +455,10 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
         runner.interruptAll('shutdown');
         await queue.idle(5_000);
       }
+      // Turns claimed here that still wait for the store (a retry, or an outcome to store) end now.
+      await listTurnsByStatus(store.db, ['running'], { limit: 10_000, ownerIn: [owner] })
+        .then((turns) => interruptOrphans(turns, 'shutdown', { ownerIn: [owner] }, (id) => runner.holds(id)))
+        .catch(() => undefined); // the store is down: the next start interrupts them (process_restart)
       await hub.flush();
       await store.writer.run((trx) => removeInstance(trx, owner)).catch(() => undefined);
     },

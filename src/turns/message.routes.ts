@@ -4,6 +4,8 @@ import { objectBody, q } from '../http/validation.js';
 import { sessionKeyFor } from './inbound.js';
 import type { MessagePath } from './message-path.js';
 import { envelopeResult, outcomeTimeout } from './outcome.js';
+import { serverTimingHeader } from './turn-timings.js';
+import { messageAcceptedSchema, messageResultSchema } from './turns.schema.js';
 
 const nonEmpty = z.string().min(1, 'must not be empty');
 
@@ -17,8 +19,12 @@ const messageBody = objectBody({
   idempotency_key: z.string().optional(),
 });
 
-/** POST /message (spec: Message submission and idempotent retries; DECISIONS §5, §6). */
-export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor'>): RouteDef[] {
+/**
+ * POST /message (spec: Message submission and idempotent retries; DECISIONS §5, §6). Every answer carries
+ * `Server-Timing`: the phases of its turn it waited for (accept, queue, claim, provider, persist, deliver)
+ * and `total`.
+ */
+export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'timings'>): RouteDef[] {
   return [
     defineRoute({
       method: 'POST',
@@ -28,8 +34,26 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor'>): Ro
       tags: ['messages'],
       body: messageBody,
       query: z.object({ wait: q.bool(false), timeout_seconds: q.optionalInt(1, 600) }),
+      responses: [
+        {
+          status: 202,
+          description: 'Accepted once durably stored (without wait; a retry of such an original answers it again)',
+          schema: messageAcceptedSchema,
+          headers: ['Server-Timing'],
+        },
+        {
+          status: 200,
+          description: "With wait: the turn's final state or pause (incomplete and interrupted turns too)",
+          schema: messageResultSchema,
+          headers: ['Server-Timing'],
+        },
+      ],
+      // 409: the key was used with other content; 502/500: the turn failed; 504: the wait ran out.
+      errors: [409, 502, 504],
       handler: async (ctx, { body, query }) => {
+        const receivedAt = performance.now();
         const timeoutSeconds = body.timeout_seconds ?? query.timeout_seconds ?? 120;
+        const wait = body.wait ?? query.wait;
         const submitted = await path.submit({
           sessionKey: sessionKeyFor(body.platform, body.chat_id),
           text: body.text,
@@ -41,18 +65,23 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor'>): Ro
           principal: ctx.principal,
           identity: { ip: ctx.ip, loopbackTrusted: ctx.loopbackTrusted },
           idempotency: { scope: 'principal', headers: ctx.request.headers, field: body.idempotency_key },
-          wait: body.wait ?? query.wait,
+          wait,
+          // A waited answer is the outcome alone: its acceptance rides on the turn's durable commits.
+          outcomeOnly: true,
         });
         if (submitted.answer === 'ack') {
-          return new HttpResult(202, {
-            status: 'accepted',
-            event_id: submitted.eventId,
-            session_key: submitted.sessionKey,
-          });
+          const timing = serverTimingHeader(path.timings(submitted.eventId), receivedAt);
+          return new HttpResult(
+            202,
+            { status: 'accepted', event_id: submitted.eventId, session_key: submitted.sessionKey },
+            { 'server-timing': timing },
+          );
         }
         const turn = await path.waitFor(submitted.eventId, timeoutSeconds * 1000, ctx.signal);
         if (!turn) throw outcomeTimeout({ event_id: submitted.eventId });
-        return envelopeResult(turn);
+        const result = envelopeResult(turn);
+        const timing = serverTimingHeader(path.timings(submitted.eventId), receivedAt);
+        return new HttpResult(result.status, result.body, { ...result.headers, 'server-timing': timing });
       },
     }),
   ];

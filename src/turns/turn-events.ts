@@ -25,12 +25,22 @@ export type TurnEventTap = (event: TurnEvent) => void;
  * (group commit) so `GET /turns/{id}/events` can replay it later, and fans
  * it out to live listeners. Memory is bounded by the turns in flight and
  * their listeners; a turn's counter is dropped when the turn ends.
+ *
+ * Events are delivered before they are stored and are stored without waiting
+ * for durability (a streamed delta is never held behind a commit); the turn's
+ * own commits — the claim, the outcome — carry its first and last events and
+ * make everything before them durable.
  */
 export class TurnEventHub {
   private readonly next = new Map<string, number>();
   private readonly listeners = new Map<string, Set<TurnEventListener>>();
   private readonly taps = new Set<TurnEventTap>();
+  /** Told of this process's events once stored, in order (the cross-process bus, ADR 0025). */
+  private readonly relays = new Set<TurnEventTap>();
+  private relayed: Promise<void> = Promise.resolve();
   private pendingWrites = new Set<Promise<unknown>>();
+  /** Events not persisted since the last one that was (an outage is logged once, not per event). */
+  private unpersisted = 0;
 
   constructor(private readonly options: { store: Store; clock: Clock; logger: Logger; maxListenersPerTurn?: number }) {}
 
@@ -54,22 +64,97 @@ export class TurnEventHub {
     this.next.delete(eventId);
   }
 
-  /** Numbers, persists and delivers one event. Listener errors never reach the publisher. */
-  publish(eventId: string, type: TurnEventType, data: Record<string, unknown>): TurnEvent {
+  /** The number the turn's next event gets (for a caller that stores it in its own transaction). */
+  nextSeq(eventId: string): number {
+    return this.next.get(eventId) ?? 1;
+  }
+
+  /**
+   * Numbers, persists and delivers one event. Listener errors never reach the
+   * publisher. `stored`: the caller already stored it, numbered `nextSeq`, in
+   * a transaction of its own that has committed; it is only delivered.
+   */
+  publish(
+    eventId: string,
+    type: TurnEventType,
+    data: Record<string, unknown>,
+    options: { stored?: boolean } = {},
+  ): TurnEvent {
     const seq = this.next.get(eventId) ?? 1;
     this.next.set(eventId, seq + 1);
     const event: TurnEvent = { eventId, seq, type, data };
+    const written = options.stored ? null : this.persist(event);
+    this.deliver(event);
+    if (this.relays.size > 0) this.relayOnceStored(event, written);
+    return event;
+  }
+
+  /** Stores an event through the writer (committed, not awaited for durability); a failure is logged once per streak. */
+  private persist(event: TurnEvent): Promise<unknown> {
+    const { eventId, seq, type, data } = event;
     const now = isoTime(this.options.clock.now());
     const write = this.options.store.writer
-      .run((trx) => appendTurnEvent(trx, { eventId, seq, type, data, now }))
-      .catch((err: unknown) => {
-        this.options.logger.warn(
-          { source: 'turns', event_id: eventId, err: (err as Error).message },
-          'turn event not persisted',
-        );
-      })
+      .run((trx) => appendTurnEvent(trx, { eventId, seq, type, data, now }), { durable: false })
+      .then(
+        () => {
+          if (this.unpersisted === 0) return;
+          this.options.logger.info({ source: 'turns', lost: this.unpersisted }, 'turn events are persisted again');
+          this.unpersisted = 0;
+        },
+        (err: unknown) => {
+          // Live followers still get it; a replay will miss it. Logged once per streak of failures.
+          if (this.unpersisted++ > 0) return;
+          this.options.logger.warn(
+            { source: 'turns', event_id: eventId, err: (err as Error).message },
+            'turn event not persisted',
+          );
+        },
+      )
       .finally(() => this.pendingWrites.delete(write));
     this.pendingWrites.add(write);
+    return write;
+  }
+
+  /**
+   * Relays an event once its write settled (`written`; null: the caller's
+   * transaction stored it), after every event published before it: another
+   * process that reads the store after hearing of an event finds it there.
+   */
+  private relayOnceStored(event: TurnEvent, written: Promise<unknown> | null): void {
+    const relay = (): void => {
+      for (const listener of this.relays) {
+        try {
+          listener(event);
+        } catch {
+          /* the bus must not break the turn */
+        }
+      }
+    };
+    this.relayed = (written ? Promise.all([this.relayed, written]) : this.relayed).then(relay, relay);
+  }
+
+  /**
+   * Delivers an event another process published (and stored there, ADR
+   * 0025) to this turn's live listeners here: not numbered, stored or tapped.
+   */
+  deliverRemote(event: TurnEvent): void {
+    for (const listener of this.listeners.get(event.eventId) ?? []) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.options.logger.warn({ source: 'turns', err: (err as Error).message }, 'turn event listener failed');
+      }
+    }
+  }
+
+  /** Told of every event of this process once it is stored (or its write failed), in publish order. */
+  relay(listener: TurnEventTap): () => void {
+    this.relays.add(listener);
+    return () => this.relays.delete(listener);
+  }
+
+  private deliver(event: TurnEvent): void {
+    const { eventId } = event;
     for (const listener of this.listeners.get(eventId) ?? []) {
       try {
         listener(event);
@@ -84,7 +169,6 @@ export class TurnEventHub {
         /* a tap must not break the turn */
       }
     }
-    return event;
   }
 
   /** Listens to one turn's live events; returns the unsubscribe function. */
@@ -121,7 +205,7 @@ export class TurnEventHub {
     }));
   }
 
-  /** Waits until every event published so far is on disk (shutdown, tests). */
+  /** Waits until every event published so far is stored (committed; shutdown, tests, followers before a replay). */
   async flush(): Promise<void> {
     while (this.pendingWrites.size > 0) await Promise.all([...this.pendingWrites]);
   }

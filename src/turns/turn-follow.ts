@@ -28,8 +28,9 @@ export interface FollowOptions {
  * live; a `done`/`error` event, or a live pause with `endOnPause`, is the last
  * step. `end`: the ledger shows the turn over (or paused, with `endOnPause`)
  * although no final event came — it ended without one, elsewhere, or its
- * pause was replayed; `seen` when the follower resumed after the last stored
- * event (it has seen the end already). `timeout`: `timeoutMs` passed.
+ * pause was replayed; `seen` when the follower resumed at or after the last
+ * stored event — which need not be a final one, so SSE still writes the
+ * ledger's end (ADR 0017). `timeout`: `timeoutMs` passed.
  */
 export type FollowStep =
   | { kind: 'event'; event: TurnEvent; live: boolean }
@@ -55,8 +56,10 @@ function endsFollow(event: TurnEvent, live: boolean, endOnPause: boolean): boole
  * `fromSeq`, then releases the held ones and goes on live — so no event
  * falls in between and none is yielded twice (by `seq`). Meanwhile the
  * ledger is watched through the waiters, which also covers a turn that ends
- * in another process or without a final event. Used by SSE, the WebSocket
- * and every other follower.
+ * in another process or without a final event. A gap in the live numbers (an
+ * event of another process lost on the bus), and what the ledger's end leaves
+ * unheard, are read from the store. Used by SSE, the WebSocket and every
+ * other follower.
  */
 export async function* followTurn(
   deps: FollowDeps,
@@ -111,10 +114,28 @@ export async function* followTurn(
           poke();
         },
       );
+    /**
+     * Stored events after `lastSeq` (and before `beforeSeq`) that were not
+     * heard live: another process's lost on the bus (ADR 0025), held ones dropped.
+     */
+    const missed = async function* (beforeSeq?: number): AsyncGenerator<TurnEvent> {
+      const limit = beforeSeq === undefined ? undefined : beforeSeq - lastSeq - 1;
+      for (const event of await deps.hub.replay(eventId, lastSeq, limit)) {
+        if (event.seq <= lastSeq || (beforeSeq !== undefined && event.seq >= beforeSeq)) continue;
+        lastSeq = event.seq;
+        yield event;
+      }
+    };
     for (;;) {
       while (held.length > 0) {
         const event = held.shift()!;
         if (event.seq <= lastSeq) continue;
+        if (event.seq > lastSeq + 1) {
+          for await (const earlier of missed(event.seq)) {
+            yield { kind: 'event', event: earlier, live: false };
+            if (endsFollow(earlier, false, options.endOnPause)) return;
+          }
+        }
         lastSeq = event.seq;
         yield { kind: 'event', event, live: true };
         if (endsFollow(event, true, options.endOnPause)) return;
@@ -126,6 +147,10 @@ export async function* followTurn(
         if (!settled.turn) {
           yield { kind: 'timeout' };
           return;
+        }
+        for await (const earlier of missed()) {
+          yield { kind: 'event', event: earlier, live: false };
+          if (endsFollow(earlier, false, options.endOnPause)) return;
         }
         const stored = await deps.lastSeq(eventId);
         yield { kind: 'end', turn: settled.turn, seen: stored > 0 && stored <= options.fromSeq };

@@ -1,9 +1,11 @@
+import type { AcceptedEvent } from '../docs/index.js';
 import type { RequestContext } from '../http/route.js';
 import { openSse } from '../http/sse.js';
 import { outcomeError } from './outcome.js';
 import type { TurnEvent, TurnEventType } from './turn-events.js';
 import { PAUSED_STATUSES, type FollowOptions, type FollowStep } from './turn-follow.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
+import { isTerminalStatus, type TurnRecord } from './turns.repo.js';
 
 /**
  * What an SSE event carries (DECISIONS §5): `done` carries the Message itself,
@@ -15,13 +17,17 @@ function wireData(event: TurnEvent): unknown {
   return event.data;
 }
 
+function isFinal(type: string): boolean {
+  return type === 'done' || type === 'error';
+}
+
 /** How a turn is written as SSE. */
 export interface SseTurnOptions {
   /** Replay after this sequence number (`Last-Event-ID`). */
   afterSeq: number;
   /** Event types written (others are followed but not sent); all when absent. */
   types?: ReadonlySet<TurnEventType>;
-  /** Write `id:` lines, so `Last-Event-ID` can resume. */
+  /** Write `id:` lines (the per-turn event number), so `Last-Event-ID` can resume. */
   withIds: boolean;
   /**
    * The reply stream of one message: a pause in `waiting_approval`/
@@ -29,13 +35,43 @@ export interface SseTurnOptions {
    * Message, as the JSON answer does.
    */
   endOnPause?: boolean;
+  /**
+   * Starts the stream with `accepted` `{event_id, session_key}` (`id: 0`: no
+   * event of the turn seen yet), so the client knows which turn to resume
+   * through GET /turns/{event_id}/events (ADR 0017).
+   */
+  accepted?: { sessionKey: string };
+}
+
+/**
+ * Whether a resumed stream of `turn` has nothing left to send, so the
+ * answer is 204 and an `EventSource` stops reconnecting (ADR 0017): the turn
+ * is over and the client has seen its end — the stored final event is at
+ * `afterSeq`, or `afterSeq` is past every stored event (the end the ledger
+ * gave, numbered one past them, or an id from nowhere). `from` are the
+ * stored events numbered `afterSeq` and up, oldest first (two are enough).
+ * `afterSeq` 0 (nothing seen) never qualifies.
+ */
+export function resumedPastEnd(
+  turn: Pick<TurnRecord, 'status'>,
+  afterSeq: number,
+  from: readonly { seq: number; type: string }[],
+): boolean {
+  if (afterSeq <= 0 || !isTerminalStatus(turn.status)) return false;
+  if (from.some((event) => event.seq > afterSeq)) return false;
+  const at = from.find((event) => event.seq === afterSeq);
+  return at === undefined || isFinal(at.type);
 }
 
 /**
  * Streams a turn's events as SSE (DECISIONS §5) through the message path's
  * `follow`: stored events after `afterSeq`, then live ones, until `done` or
- * `error`. A turn that ended without a final event in the stream still ends
- * it with the ledger's outcome, unless the client resumed after the end.
+ * `error`, and then the stream ends. A turn the ledger shows over (or
+ * paused, with `endOnPause`) without a final event in the stream still ends
+ * it with the ledger's outcome; with ids, that event is numbered one past
+ * the last event seen for an ended turn (so resuming after it answers 204),
+ * or with the last event seen for a paused one (resuming goes on with the
+ * turn's next event).
  */
 export async function streamTurnEvents(
   ctx: RequestContext,
@@ -44,7 +80,12 @@ export async function streamTurnEvents(
   options: SseTurnOptions,
 ): Promise<void> {
   const sse = openSse(ctx);
-  const idOf = (event: TurnEvent) => (options.withIds ? event.seq : undefined);
+  const idOf = (seq: number) => (options.withIds ? seq : undefined);
+  if (options.accepted) {
+    const accepted: AcceptedEvent = { event_id: eventId, session_key: options.accepted.sessionKey };
+    sse.send('accepted', accepted, idOf(0));
+  }
+  let lastSeq = options.afterSeq;
   try {
     for await (const step of follow(eventId, {
       fromSeq: options.afterSeq,
@@ -53,23 +94,27 @@ export async function streamTurnEvents(
     })) {
       if (step.kind === 'event') {
         const { event } = step;
+        lastSeq = Math.max(lastSeq, event.seq);
         if (
           event.type === 'status' &&
           options.endOnPause &&
           step.live &&
           PAUSED_STATUSES.has(String(event.data.status))
         ) {
-          sse.send('done', event.data.message ?? event.data, idOf(event));
+          sse.send('done', event.data.message ?? event.data, idOf(event.seq));
         } else if (!options.types || options.types.has(event.type)) {
-          sse.send(event.type, wireData(event), idOf(event));
+          sse.send(event.type, wireData(event), idOf(event.seq));
         }
-      } else if (step.kind === 'end' && !step.seen) {
+      } else if (step.kind === 'end') {
+        // The client has not seen an end: a stream resumed after the end was answered 204 before it opened.
+        const id = idOf(isTerminalStatus(step.turn.status) ? lastSeq + 1 : lastSeq);
         const error = outcomeError(step.turn);
-        if (error) sse.send('error', { ...error, details: { event_id: eventId } });
-        else sse.send('done', turnOutcomeMessage(step.turn));
+        if (error) sse.send('error', { ...error, details: { event_id: eventId } }, id);
+        else sse.send('done', turnOutcomeMessage(step.turn), id);
       }
     }
   } catch {
+    // No id: a client that reconnects resumes where it was once the store answers again.
     sse.send('error', { code: 'UNAVAILABLE', message: 'storage unavailable' });
   }
   sse.close();

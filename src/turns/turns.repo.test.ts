@@ -8,7 +8,7 @@ import {
   claimTurn,
   finishTurn,
   getTurn,
-  hasEarlierOpenTurn,
+  holdsTurns,
   insertTurn,
   interruptTurns,
   isTerminalStatus,
@@ -16,6 +16,7 @@ import {
   listTurnsByStatus,
   pauseTurn,
   resumeTurn,
+  sessionBusyBefore,
   updateTurnProgress,
   waitingTurnForSession,
 } from './turns.repo.js';
@@ -421,19 +422,40 @@ describeBackends('turns repository', (backend) => {
       expect(await interruptTurns(db, { statuses: ['running'], reason: 'again', now: at(11) })).toEqual([]);
     });
 
-    it('hasEarlierOpenTurn sees earlier accepted or running turns of the same session only', async () => {
-      const seqOf = async (id: string): Promise<number> => (await getTurn(db, id))!.seq;
-      expect(await hasEarlierOpenTurn(db, 's1', await seqOf('evt_a1'))).toBe(false);
-      expect(await hasEarlierOpenTurn(db, 's1', await seqOf('evt_b1'))).toBe(true);
-
-      const earlier = await accepted('evt_s3_1', 's3');
-      expect(await hasEarlierOpenTurn(db, 's3', earlier.seq)).toBe(false);
-      const next = await accepted('evt_s3_2', 's3');
-      expect(await hasEarlierOpenTurn(db, 's3', next.seq)).toBe(true);
+    it('sessionBusyBefore: an earlier accepted turn of the session, or any running one, makes a turn wait', async () => {
+      const first = await accepted('evt_s3_1', 's3');
+      const second = await accepted('evt_s3_2', 's3');
+      await accepted('evt_s4_1', 's4');
+      expect(await sessionBusyBefore(db, 's3', first.eventId)).toBe(false);
+      expect(await sessionBusyBefore(db, 's3', second.eventId)).toBe(true);
       await claimTurn(db, 'evt_s3_1', { owner: 'gw_a', now: at(5) });
-      expect(await hasEarlierOpenTurn(db, 's3', next.seq)).toBe(true);
+      expect(await sessionBusyBefore(db, 's3', second.eventId)).toBe(true);
       await pauseTurn(db, 'evt_s3_1', { status: 'waiting_clarification', pending: {}, now: at(6) });
-      expect(await hasEarlierOpenTurn(db, 's3', next.seq)).toBe(false);
+      expect(await sessionBusyBefore(db, 's3', second.eventId)).toBe(false);
+      // A running later turn (claimed out of order elsewhere) blocks an earlier one too: one at a time.
+      await claimTurn(db, 'evt_s3_2', { owner: 'gw_b', now: at(7) });
+      const third = await accepted('evt_s3_3', 's3');
+      expect(await sessionBusyBefore(db, 's3', third.eventId)).toBe(true);
+      expect(await sessionBusyBefore(db, 's3', 'evt_s3_2')).toBe(false);
+      expect(await sessionBusyBefore(db, 's4', 'evt_s4_1')).toBe(false);
     });
+
+    if (backend.name === 'postgres') {
+      it('holdsTurns: true only while every turn is open and owned by the caller', async () => {
+        await running('evt_h1', 'gw_a', 's5');
+        await running('evt_h2', 'gw_a', 's6');
+        await running('evt_h3', 'gw_b', 's7');
+        expect(await db.transaction().execute((trx) => holdsTurns(trx, ['evt_h1', 'evt_h2'], 'gw_a'))).toBe(true);
+        expect(await db.transaction().execute((trx) => holdsTurns(trx, ['evt_h1', 'evt_h3'], 'gw_a'))).toBe(false);
+        expect(await db.transaction().execute((trx) => holdsTurns(trx, ['evt_missing'], 'gw_a'))).toBe(false);
+        await interruptTurns(db, {
+          statuses: ['running'],
+          eventIdIn: ['evt_h1'],
+          reason: 'process_restart',
+          now: at(9),
+        });
+        expect(await db.transaction().execute((trx) => holdsTurns(trx, ['evt_h1'], 'gw_a'))).toBe(false);
+      });
+    }
   });
 });

@@ -1,5 +1,5 @@
-import { type Kysely, type Transaction, sql } from 'kysely';
-import type { Database } from '../store/index.js';
+import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
+import { prepared, type Database, type UsageRecordsTable } from '../store/index.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -20,21 +20,53 @@ export interface UsageInput {
 
 /** Stores the usage of one model call. Rejects with the driver's unique-violation error on a duplicate id. */
 export async function recordUsage(ex: Executor, input: UsageInput): Promise<void> {
-  await ex
-    .insertInto('usage_records')
-    .values({
-      id: input.id,
-      event_id: input.eventId,
-      session_key: input.sessionKey,
-      channel: input.channel,
-      model: input.model,
-      input_tokens: input.inputTokens,
-      output_tokens: input.outputTokens,
-      cost_nano_usd: input.costNanoUsd,
-      created_at: input.now,
-    })
-    .execute();
+  await insertUsage.run(ex, usageRow(input));
 }
+
+/** Stores the usage of one model call unless its id is stored already (a repeated write); true when it stored it. */
+export async function recordUsageOnce(ex: Executor, input: UsageInput): Promise<boolean> {
+  return (await insertUsageOnce.rows(ex, usageRow(input))).length > 0;
+}
+
+type UsageRow = Selectable<UsageRecordsTable>;
+
+function usageRow(input: UsageInput): UsageRow {
+  return {
+    id: input.id,
+    event_id: input.eventId,
+    session_key: input.sessionKey,
+    channel: input.channel,
+    model: input.model,
+    input_tokens: input.inputTokens,
+    output_tokens: input.outputTokens,
+    cost_nano_usd: input.costNanoUsd,
+    created_at: input.now,
+  };
+}
+
+/** The row's columns, each read once (a prepared query's inputs are handed to the builder as they are). */
+function usageValues(row: UsageRow): UsageRow {
+  return {
+    id: row.id,
+    event_id: row.event_id,
+    session_key: row.session_key,
+    channel: row.channel,
+    model: row.model,
+    input_tokens: row.input_tokens,
+    output_tokens: row.output_tokens,
+    cost_nano_usd: row.cost_nano_usd,
+    created_at: row.created_at,
+  };
+}
+
+const insertUsage = prepared((ex, row: UsageRow) => ex.insertInto('usage_records').values(usageValues(row)));
+const insertUsageOnce = prepared((ex, row: UsageRow) =>
+  ex
+    .insertInto('usage_records')
+    .values(usageValues(row))
+    .onConflict((oc) => oc.column('id').doNothing())
+    .returning('id'),
+);
 
 /**
  * Total cost in nano-USD of the usage recorded at or after `sinceIso`, 0 when

@@ -389,6 +389,50 @@ describe('webhook channel: waiting and the pending queue', () => {
     });
   });
 
+  it('frees a pending slot the moment its turn reaches an outcome: max_pending fresh slow requests are then all accepted', async () => {
+    const fake = await fakeProvider();
+    const hook = await startHook({ channels: { webhook: { max_pending: 2 } } }, fake);
+    fake.enqueue(echoReply); // the instant turn
+    fake.always({ hang: true }); // every later one
+
+    // What the pending count says at the very moment each outcome event is published (the channel listens first).
+    const webhook = hook.t.internals.webhook!;
+    const pendingAtOutcome = new Map<string, number>();
+    const untap = hook.t.internals.messages.tap((event) => {
+      if (event.type === 'done') pendingAtOutcome.set(event.eventId, webhook.pending());
+    });
+    cleanup(untap);
+
+    for (let round = 0; round < 5; round++) {
+      // A waited request is answered when the turn's outcome event wakes it: the slot is free by then.
+      const instant = await send(hook.url(), {
+        sender_id: 'u1',
+        chat_id: `instant-${round}`,
+        text: 'quick',
+        wait: true,
+      });
+      expect(instant.status).toBe(200);
+      expect(pendingAtOutcome.get(String(instant.body.correlation_id))).toBe(0);
+      const slow = await Promise.all(
+        [1, 2].map((n) => send(hook.url(), { sender_id: 'u1', chat_id: `slow-${round}-${n}`, text: 'slow' })),
+      );
+      expect(slow.map((r) => r.status)).toEqual([202, 202]);
+      const refused = await send(hook.url(), { sender_id: 'u1', chat_id: `over-${round}`, text: 'one more' });
+      expect(refused.status).toBe(429);
+      // Free the two slow slots for the next round: interrupt them once they are running.
+      for (const r of slow) {
+        const id = String(r.body.correlation_id);
+        await pollUntil('the slow turn to run', async () =>
+          hook.t.internals.messages.interrupt(id, 'test') ? true : undefined,
+        );
+      }
+      await pollUntil('the slow turns to leave the count', async () =>
+        hook.t.internals.webhook!.pending() === 0 ? true : undefined,
+      );
+      fake.enqueue(echoReply);
+    }
+  });
+
   it('refuses new messages with 429 at max_pending, replays a pending one, and frees the slot at its outcome', async () => {
     const fake = await fakeProvider();
     const hook = await startHook({ channels: { webhook: { max_pending: 1 } } }, fake);

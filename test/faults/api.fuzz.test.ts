@@ -133,8 +133,18 @@ function caseFor(route: RouteDef, url: string): fc.Arbitrary<Case> {
     });
 }
 
-/** The response is no 5xx, and an error has the envelope (or the conflict body). */
-function conforms(res: LightMyRequestResponse): string | null {
+/** OpenAI's error object, on the routes that answer in it (`errorBody`, ADR 0015). */
+function openAiConforms(body: unknown): string | null {
+  const e = (body as { error?: { message?: unknown; type?: unknown; code?: unknown; param?: unknown } }).error;
+  if (!e || typeof e !== 'object') return 'no OpenAI error object';
+  if (typeof e.message !== 'string' || typeof e.type !== 'string' || typeof e.code !== 'string') {
+    return 'OpenAI error fields missing';
+  }
+  return e.param === null ? null : 'OpenAI error param is not null';
+}
+
+/** The response is no 5xx, and an error has the envelope (or the conflict body, or the route's own shape). */
+function conforms(res: LightMyRequestResponse, route: RouteDef): string | null {
   if (res.statusCode >= 500) return `status ${res.statusCode}: ${res.body.slice(0, 300)}`;
   if (res.statusCode < 400) return null;
   if (!res.headers['x-request-id']) return 'error without X-Request-Id';
@@ -144,6 +154,7 @@ function conforms(res: LightMyRequestResponse): string | null {
   } catch {
     return `error body is not JSON: ${res.body.slice(0, 200)}`;
   }
+  if (route.errorBody) return openAiConforms(body);
   const error = (body as { error?: unknown }).error;
   if (res.statusCode === 409 && typeof error === 'string') return null;
   const e = error as { code?: unknown; message?: unknown; request_id?: unknown; details?: unknown } | undefined;
@@ -175,7 +186,7 @@ describe('fuzzing every route', () => {
           },
           ...(c.body !== undefined ? { payload: c.body } : {}),
         });
-        const problem = conforms(res);
+        const problem = conforms(res, c.route);
         if (problem) throw new Error(`${c.route.method} ${c.url} body ${String(c.body).slice(0, 120)} → ${problem}`);
         expect(Object.prototype).not.toHaveProperty('polluted');
       }),

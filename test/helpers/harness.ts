@@ -17,6 +17,7 @@ import type { LogPipeline } from '../../src/logs/index.js';
 import { createLogger } from '../../src/logs/logger.js';
 import { startFakeOpenAI, type FakeEmbeddingReply, type FakeOpenAI, type FakeReply } from './fake-openai.js';
 import { internals } from './internals.js';
+import { assertNoViolations, watchResponses, type ResponseWatch } from './response-contract.js';
 
 export const API_TOKEN = 'test-api-token-0123456789';
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -86,6 +87,10 @@ export interface HarnessOptions {
   extraRoutes?: GatewayOptions['extraRoutes'];
   /** Replaces the configured model provider. */
   provider?: GatewayOptions['provider'];
+  /** The store's fault seam (ADR 0014). */
+  storeFaults?: GatewayOptions['storeFaults'];
+  /** Keepalive interval of SSE answers in ms (default 15 s). */
+  ssePingMs?: GatewayOptions['ssePingMs'];
   /**
    * Builds the log pipeline GET /logs serves from (its logger is the
    * gateway's), once, for the harness's config; the harness closes it after
@@ -107,6 +112,11 @@ export interface Harness {
   readonly fake: FakeOpenAI;
   /** The gateway's ManualClock; throws when its clock is another one. */
   readonly clock: ManualClock;
+  /**
+   * The response contract of the current gateway (ADR 0016): every answer is
+   * checked against the OpenAPI document; `close()` throws the violations.
+   */
+  readonly responses: ResponseWatch;
   inject(options: InjectOptions): Promise<LightMyRequestResponse>;
   /** POST /api/v1/message with the api token (plus `headers`). */
   message(
@@ -140,11 +150,15 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.extraRoutes ? { extraRoutes: options.extraRoutes } : {}),
       ...(options.provider ? { provider: options.provider } : {}),
+      ...(options.storeFaults ? { storeFaults: options.storeFaults } : {}),
+      ...(options.ssePingMs !== undefined ? { ssePingMs: options.ssePingMs } : {}),
       ...(pipeline ? { logs: pipeline } : {}),
     });
+    watches.push(watchResponses(gateway.app, () => internals(gateway).routes, config));
     await gateway.app.ready();
     return gateway;
   };
+  const watches: ResponseWatch[] = [];
   let gateway = await build();
   let closed = false;
   const harness: Harness = {
@@ -163,6 +177,9 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     get clock() {
       if (!(clock instanceof ManualClock)) throw new Error('this harness runs on no ManualClock (pass `clock`)');
       return clock;
+    },
+    get responses() {
+      return watches[watches.length - 1]!;
     },
     inject: (opts) => gateway.app.inject(opts),
     message: (body, headers = {}, query = '') =>
@@ -183,6 +200,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await gateway.shutdown(0);
       await pipeline?.close();
       if (!options.loaded) rmSync(config.data_dir, { recursive: true, force: true });
+      for (const watch of watches) assertNoViolations(watch);
     },
   };
   return harness;
@@ -312,6 +330,9 @@ export function useHarness(options: HarnessHookOptions | (() => HarnessHookOptio
     },
     get clock() {
       return opened().clock;
+    },
+    get responses() {
+      return opened().responses;
     },
     inject: (opts) => opened().inject(opts),
     message: (body, headers, query) => opened().message(body, headers, query),

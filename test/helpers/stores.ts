@@ -35,6 +35,9 @@ export interface TestStore {
 export interface TestStoreOverrides {
   writer?: GroupCommitOptions;
   clock?: Clock;
+  /** The fault seam (ADR 0014). */
+  faults?: StoreOptions['faults'];
+  onConnectionError?: StoreOptions['onConnectionError'];
 }
 
 /** One database to run a suite against. */

@@ -340,6 +340,7 @@ describe('health', () => {
     expect(res.statusCode).toBe(200);
     expect(res.json()).toEqual({
       status: 'degraded',
+      message: 'provider: echo provider: offline answers, no model',
       server_running: true,
       active_channels: { websocket: 'connected' },
       ws_clients: 0,
@@ -347,6 +348,15 @@ describe('health', () => {
       media_cache_mb: 0,
       active_sessions: 0,
       total_sessions: 0,
+      version: expect.stringMatching(/^\d+\.\d+\.\d+/),
+      uptime_seconds: expect.any(Number),
+      instance_id: expect.stringMatching(/^gw_/),
+      components: {
+        store: { status: 'ok' },
+        provider: { status: 'degraded', message: 'echo provider: offline answers, no model' },
+        channels: { status: 'ok' },
+        bus: { status: 'ok', message: 'local (in-process)' },
+      },
     });
   });
 

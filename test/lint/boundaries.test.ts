@@ -122,6 +122,23 @@ describe('(a) Fastify only in http/, route files and the two declared channel ex
   ]);
 });
 
+describe('(b2) the bus clients only in events/', () => {
+  const redis = importing('ioredis', 'Redis');
+  const nats = importing('@nats-io/transport-node', 'connect');
+  forbids({ rule: PACKAGES, says: 'bus clients' }, [
+    ['src/turns/scratch.ts', redis],
+    ['src/gateway.ts', nats],
+    ['src/store/scratch.ts', redis],
+    ['src/http/scratch.ts', nats],
+  ]);
+  forbids({ rule: PACKAGES, says: 'database drivers' }, [['src/events/scratch.ts', pg]]);
+  allows([
+    ['src/events/bus-redis.ts', redis],
+    ['src/events/bus-nats.ts', nats],
+    ['src/events/bus-adapters.test.ts', redis],
+  ]);
+});
+
 describe('(b) database drivers and dialects only in store/', () => {
   forbids({ rule: PACKAGES, says: 'database drivers' }, [
     ['src/memory/scratch.ts', pg],

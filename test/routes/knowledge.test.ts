@@ -12,6 +12,7 @@ interface KnowledgeView {
   indexed_at: string;
   size_bytes: number;
   metadata: Record<string, unknown>;
+  embedding: { status: string; chunks: number; embedded: number; failed: number };
   score?: number;
   matches?: Array<{ chunk: number; text: string }>;
 }
@@ -75,8 +76,11 @@ describe('knowledge API', () => {
         indexed_at: new Date(START).toISOString(),
         size_bytes: Buffer.byteLength(content, 'utf8'),
         metadata: { team: 'ops' },
+        // No embeddings provider here: full text only, and the entry says so.
+        embedding: { status: 'off', chunks: expect.any(Number), embedded: 0, failed: 0 },
       });
       expect(entry.chunk_count).toBeGreaterThan(1);
+      expect(entry.embedding.chunks).toBe(entry.chunk_count);
       expect((await get(`/api/v1/knowledge/${entry.id}`)).json()).toEqual(entry);
       expect((await get(`/api/knowledge/${entry.id}`)).json()).toEqual(entry);
       const minimal = await post({ title: 'T', content: 'c' });
@@ -89,6 +93,7 @@ describe('knowledge API', () => {
       expect(items).toHaveLength(10);
       expect(items[0]!.title).toBe('doc 11');
       expect(items[0]).not.toHaveProperty('score');
+      expect(items[0]!.embedding).toEqual({ status: 'off', chunks: 1, embedded: 0, failed: 0 });
       expect(await list('?limit=3')).toHaveLength(3);
       expect(await list('?top_k=4')).toHaveLength(4);
       expect(await list('?limit=5&top_k=5')).toHaveLength(5);
@@ -323,7 +328,21 @@ describe('knowledge in the agent loop, with embeddings', () => {
   it('an embeddings failure does not fail the upload: the document is found by full text', async () => {
     rig.fake.enqueueEmbeddings({ status: 500 });
     const doc = await postDoc('Outage', 'Written while embeddings were down: kumquat.');
+    // Its one chunk waits for the background embedder: vector search does not cover it yet.
+    expect(doc.embedding).toEqual({ status: 'pending', chunks: 1, embedded: 0, failed: 0 });
     const found = await rig.inject({ method: 'GET', url: '/api/v1/knowledge?query=kumquat', headers: apiHeaders });
     expect(found.json<{ items: KnowledgeView[] }>().items.map((i) => i.id)).toEqual([doc.id]);
+  });
+
+  it('each entry says how far vector search covers it: ready once every chunk has a vector', async () => {
+    const doc = await postDoc('Backups', document(30, 'The backup runs nightly at two.', 4));
+    expect(doc.chunk_count).toBeGreaterThan(1);
+    // Small documents are embedded before their write.
+    const ready = { status: 'ready', chunks: doc.chunk_count, embedded: doc.chunk_count, failed: 0 };
+    expect(doc.embedding).toEqual(ready);
+    const one = await rig.inject({ method: 'GET', url: `/api/v1/knowledge/${doc.id}`, headers: apiHeaders });
+    expect(one.json<KnowledgeView>().embedding).toEqual(ready);
+    const listed = await rig.inject({ method: 'GET', url: '/api/v1/knowledge?query=backup', headers: apiHeaders });
+    expect(listed.json<{ items: KnowledgeView[] }>().items.find((i) => i.id === doc.id)!.embedding).toEqual(ready);
   });
 });

@@ -4,6 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { get as httpGet, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { secretValues } from '../../src/config/config.redact.js';
@@ -11,6 +12,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { createLogPipeline, logsDir, type LogEntry, type LogPipeline } from '../../src/logs/index.js';
 import { createTokenScrubber } from '../../src/security/audit.js';
 import { adminHeaders, apiHeaders, ROOMY_LIMITS, useHarness } from '../helpers/harness.js';
+import { parseSse } from '../helpers/sse.js';
 
 const SECRET = 'sk-live-DO-NOT-LOG-4f9a1c77e2';
 const BUFFER_ENTRIES = 40;
@@ -59,6 +61,12 @@ describe('GET /logs', () => {
     return res.json<LogsBody>();
   };
   const messages = (body: LogsBody): string[] => body.items.map((e) => e.message);
+  /** The rig's gateway on a real socket (listening once, whichever test asks first). */
+  const listening = async (): Promise<string> => {
+    const { server } = rig.gateway.app;
+    if (!server.listening) return rig.gateway.app.listen({ host: '127.0.0.1', port: 0 });
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
 
   describe('happy', () => {
     it('answers newest first with the defaults', async () => {
@@ -206,8 +214,40 @@ describe('GET /logs', () => {
   });
 
   describe('follow=true', () => {
+    it('a page carries X-Log-Cursor; a follow from it misses nothing logged in between and repeats nothing', async () => {
+      const base = await listening();
+      const listenersBefore = pipeline.buffer.stats().listeners;
+      logAt('cursor', 'info', 'on the page');
+      const page = await get('?source=cursor');
+      const cursor = page.headers['x-log-cursor'] as string;
+      expect(cursor).toMatch(new RegExp(`^${pipeline.buffer.run}-\\d+$`));
+      expect(page.json<LogsBody>().items.map((e) => e.message)).toEqual(['on the page']);
+      logAt('cursor', 'info', 'between the page and the follow');
+
+      const res = await new Promise<IncomingMessage>((resolve, reject) => {
+        httpGet(
+          `${base}/api/v1/logs?follow=true&source=cursor`,
+          { headers: { ...adminHeaders, 'last-event-id': cursor }, agent: false },
+          resolve,
+        ).on('error', reject);
+      });
+      expect(res.statusCode).toBe(200);
+      logAt('cursor', 'info', 'after the follow');
+      res.setEncoding('utf8');
+      let text = '';
+      for await (const chunk of res) {
+        text += chunk as string;
+        if (text.includes('after the follow')) break;
+      }
+      expect(parseSse(text).map((e) => (e.data as LogEntry).message)).toEqual([
+        'between the page and the follow',
+        'after the follow',
+      ]);
+      await vi.waitFor(() => expect(pipeline.buffer.stats().listeners).toBe(listenersBefore));
+    });
+
     it('streams entries logged after the subscription as `log` events, filters applied', async () => {
-      const base = await rig.gateway.app.listen({ host: '127.0.0.1', port: 0 });
+      const base = await listening();
       const listenersBefore = pipeline.buffer.stats().listeners;
       logAt('follow', 'info', 'before the subscription');
       // A real socket of its own (no pooled keep-alive connection outliving the test).
@@ -233,13 +273,7 @@ describe('GET /logs', () => {
         text += chunk as string;
         if (text.includes('and one more')) break; // leaving the loop destroys the response and its socket
       }
-      const events = text
-        .split('\n\n')
-        .filter((frame) => frame.startsWith('event: '))
-        .map((frame) => {
-          const [eventLine, dataLine] = frame.split('\n');
-          return { event: eventLine!.slice('event: '.length), data: JSON.parse(dataLine!.slice('data: '.length)) };
-        });
+      const events = parseSse(text);
       expect(events.map((e) => e.event)).toEqual(['log', 'log']);
       expect(events.map((e) => (e.data as LogEntry).message)).toEqual(['after the subscription', 'and one more']);
       expect(events[0]!.data).toMatchObject({

@@ -220,7 +220,7 @@ describe('sessions API', () => {
       const names = events.map((e) => e.event);
       expect(names.filter((n) => n === 'delta')).toHaveLength(3);
       expect(names.at(-1)).toBe('done');
-      expect(names.slice(0, 3)).toEqual(['delta', 'delta', 'delta']);
+      expect(names.slice(0, 4)).toEqual(['accepted', 'delta', 'delta', 'delta']);
       expect(names).not.toContain('status');
       const text = events
         .filter((e) => e.event === 'delta')
@@ -245,14 +245,14 @@ describe('sessions API', () => {
         );
         const first = await sendTo(h, session.id, { content: 'pick one' }, { accept: 'text/event-stream' });
         const events = parseSse(first.body);
-        expect(events.map((e) => e.event)).toEqual(['tool_call', 'done']);
+        expect(events.map((e) => e.event)).toEqual(['accepted', 'tool_call', 'done']);
         const done = events.at(-1)!.data as Record<string, unknown>;
         expect(done).toMatchObject({ role: 'assistant', status: 'waiting_clarification', content: 'Which one?' });
 
         // The answer streams the resumed run to its end.
         const answer = await sendTo(h, session.id, { content: 'blue' }, { accept: 'text/event-stream' });
         const resumed = parseSse(answer.body);
-        expect(resumed.map((e) => e.event)).toEqual(['tool_result', 'delta', 'delta', 'done']);
+        expect(resumed.map((e) => e.event)).toEqual(['accepted', 'tool_result', 'delta', 'delta', 'done']);
         expect(resumed.at(-1)!.data).toMatchObject({ status: 'completed', content: 'the blue one' });
       },
     );

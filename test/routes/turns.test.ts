@@ -94,6 +94,39 @@ describe('turn ledger API', () => {
       expect(max.items.every((t) => t.status === 'completed')).toBe(true);
     });
 
+    it('GET /turns lists paused turns across sessions, oldest first, and pages on with next_after', async () => {
+      const risky = recordingTool('risky', () => 'done');
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      const paused: string[] = [];
+      for (const chat of ['a', 'b', 'c']) {
+        rig.fake.enqueue({ tool_calls: [{ name: 'risky', arguments: {} }] });
+        const res = await h.message(msg(`risk ${chat}`, chat, { wait: true }));
+        expect(res.json<{ status: string }>().status).toBe('waiting_approval');
+        paused.push(res.json<{ event_id: string }>().event_id);
+      }
+      rig.fake.enqueue({ content: 'plain' });
+      const completed = await waited(h, 'plain', 'd');
+
+      const inbox = (await h.adminGet('/api/v1/turns')).json<{ items: TurnView[]; next_after: number | null }>();
+      expect(inbox.items.map((t) => t.event_id)).toEqual(paused);
+      expect(inbox.items.map((t) => t.session_key)).toEqual(['gateway:api:a', 'gateway:api:b', 'gateway:api:c']);
+      expect(inbox.items.every((t) => t.status === 'waiting_approval' && t.current_tool === 'risky')).toBe(true);
+      expect(inbox.next_after).toBeNull();
+
+      const first = (await h.adminGet('/api/v1/turns?limit=2')).json<{ items: TurnView[]; next_after: number }>();
+      expect(first.items.map((t) => t.event_id)).toEqual(paused.slice(0, 2));
+      const rest = (await h.adminGet(`/api/v1/turns?limit=2&after=${first.next_after}`)).json<{ items: TurnView[] }>();
+      expect(rest.items.map((t) => t.event_id)).toEqual([paused[2]]);
+
+      const done = (await h.adminGet('/api/v1/turns?status=completed')).json<{ items: TurnView[] }>();
+      expect(done.items.map((t) => t.event_id)).toEqual([completed]);
+      const bad = await h.adminGet('/api/v1/turns?status=paused');
+      expect(bad.statusCode).toBe(400);
+      expect(bad.json<{ error: { code: string } }>().error.code).toBe('BAD_REQUEST');
+      expect(bad.body).toContain('a comma-separated list of');
+      expect((await h.inject({ method: 'GET', url: '/api/v1/turns', headers: apiHeaders })).statusCode).toBe(403);
+    });
+
     it('GET /turns/{id}/events replays a finished turn: ids 1..n, named events, ending with done', async () => {
       const h = await rig.open();
       rig.fake.enqueue({ content: 'abcdef', chunks: 3 });
@@ -124,10 +157,10 @@ describe('turn ledger API', () => {
         ['4', 'delta'],
         ['5', 'done'],
       ]);
-      // Resuming after the final event: nothing more to say, the stream just ends.
+      // Resuming after the final event: nothing more to say, 204 (an EventSource stops reconnecting).
       const after = await events(h, eventId, { 'last-event-id': '5' });
-      expect(after.statusCode).toBe(200);
-      expect(parseSse(after.body)).toEqual([]);
+      expect(after.statusCode).toBe(204);
+      expect(after.body).toBe('');
     });
 
     it('follows a running turn live to its end', async () => {

@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import type { Config } from '../../config/config.schema.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../logs/index.js';
-import type { MessagePath } from '../../turns/index.js';
+import type { GaugeRegistry } from '../../security/cluster-counts.js';
+import type { MessagePath, TurnEvent } from '../../turns/index.js';
 import type { Channel, ChannelStats } from '../channel.js';
 import { PendingTurns } from './webhook.pending.js';
 import { buildWebhookServer, type WebhookServer } from './webhook.server.js';
@@ -18,7 +19,7 @@ export interface WebhookChannelOptions {
   clock: Clock;
   logger: Logger;
   /** The message path's door (the sender `webhook:<sender_id>` is checked by auth mode there). */
-  messages: Pick<MessagePath, 'submit' | 'waitFor'>;
+  messages: Pick<MessagePath, 'submit' | 'waitFor' | 'tap'>;
   /** Loopback exemption as for HTTP: peer address + Host header → trusted. */
   loopbackTrusted: (remoteAddress: string | undefined, hostHeader: string | undefined) => boolean;
   stats: ChannelStats;
@@ -32,6 +33,13 @@ export interface WebhookChannel extends Channel {
   readonly address: string | null;
   /** Webhook turns accepted and not yet at an outcome (bounded by max_pending). */
   pending(): number;
+  /** Makes `max_pending` cluster-wide (ADR 0028): reports the slots in use as the gauge `webhook_pending`. */
+  sharePending(gauges: GaugeRegistry): void;
+  /**
+   * Adds routes of another channel to the webhook's server (Slack's Events API, DECISIONS §16), on every start
+   * from the next one on, before it listens.
+   */
+  mount(register: (server: WebhookServer) => Promise<void>): void;
 }
 
 /**
@@ -40,6 +48,9 @@ export interface WebhookChannel extends Channel {
  * timeout when that is longer. A stuck turn cannot hold a slot for ever.
  */
 const MIN_PENDING_WATCH_MS = 600_000;
+
+/** Statuses of a paused turn: an outcome for the pending count, announced by a `status` event. */
+const PAUSED: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
 
 /** `http://host:port` of a listening server (IPv6 in brackets). */
 function urlOf(address: AddressInfo | string | null): string | null {
@@ -70,7 +81,16 @@ export function createWebhookChannel(options: WebhookChannelOptions): WebhookCha
       ),
   });
 
+  // A pending slot is freed by the turn's own outcome event, the moment it is published (after it is stored).
+  const settleOnOutcome = (event: TurnEvent): void => {
+    if (event.type === 'done' || (event.type === 'status' && PAUSED.has(String(event.data.status)))) {
+      pending.settle(event.eventId);
+    }
+  };
+  let untap: (() => void) | null = null;
+
   let server: WebhookServer | null = null;
+  const mounts: Array<(server: WebhookServer) => Promise<void>> = [];
   let address: string | null = null;
   let lifecycle: Promise<void> = Promise.resolve();
   /** Runs start/stop one after another, whatever the previous one's outcome. */
@@ -102,12 +122,14 @@ export function createWebhookChannel(options: WebhookChannelOptions): WebhookCha
           isDraining: options.isDraining ?? (() => false),
         });
         try {
+          for (const register of mounts) await register(built);
           await built.listen({ host: config.host, port: config.port });
         } catch (err) {
           await built.close().catch(() => undefined);
           throw err;
         }
         server = built;
+        untap = options.messages.tap(settleOnOutcome);
         address = urlOf(built.server.address());
         if (!config.secret) log.warn({ address }, 'webhook channel accepts unsigned requests (no secret configured)');
         log.info({ address, path: config.path }, 'webhook channel listening');
@@ -118,11 +140,15 @@ export function createWebhookChannel(options: WebhookChannelOptions): WebhookCha
         if (!current) return;
         server = null;
         address = null;
+        untap?.();
+        untap = null;
         pending.abortAll();
         await current.close();
         log.info({}, 'webhook channel stopped');
       }),
     connected: () => server !== null,
     pending: () => pending.size,
+    sharePending: (gauges) => pending.share(gauges('webhook_pending', () => pending.inUse)),
+    mount: (register) => void mounts.push(register),
   };
 }

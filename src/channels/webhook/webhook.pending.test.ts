@@ -105,3 +105,38 @@ describe('PendingTurns', () => {
     expect(pending.size).toBe(1);
   });
 });
+
+describe('PendingTurns shared with other processes', () => {
+  it('counts the slots the others reported against the limit', async () => {
+    const manual = manualWatch();
+    let elsewhere = 2;
+    const pending = new PendingTurns({ limit: 3, watch: manual.watch, onWatchError: () => undefined });
+    pending.share({ others: () => elsewhere });
+    expect(pending.elsewhere).toBe(2);
+    pending.reserve()!.track('evt_a');
+    expect(pending.reserve()).toBeNull(); // 1 here + 2 elsewhere
+    expect(pending.inUse).toBe(1); // only this process's slots are its own count
+    elsewhere = 1;
+    const second = pending.reserve();
+    expect(second).not.toBeNull();
+    expect(pending.reserve()).toBeNull();
+    // A retry of a turn pending here still gets its (given back) slot.
+    expect(pending.reserve({ force: true })).not.toBeNull();
+    manual.finish('evt_a');
+    await flush();
+    elsewhere = 0;
+    pending.share(null);
+    expect(pending.elsewhere).toBe(0);
+  });
+
+  it('the admission refuses with 429 when the cluster-wide queue is full', () => {
+    const manual = manualWatch();
+    const pending = new PendingTurns({ limit: 2, watch: manual.watch, onWatchError: () => undefined });
+    pending.share({ others: () => 2 });
+    expect(() => pending.admission().admit('evt_new')).toThrow(/webhook queue is full/);
+    pending.share({ others: () => 1 });
+    const admitted = pending.admission().admit('evt_new');
+    admitted.hold('evt_new');
+    expect(pending.has('evt_new')).toBe(true);
+  });
+});

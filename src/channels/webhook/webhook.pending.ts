@@ -5,12 +5,19 @@
  * concurrent requests cannot overshoot the limit), then either tracks the new
  * turn or releases the slot (a replay, or a failure); a retry of a turn that
  * is still pending may take a slot past the limit, as intake replays it and
- * it is given straight back. A tracked turn leaves
- * the count when its watch settles: the turn reached an outcome, the watch
- * timed out (bounded), failed, or was aborted by `abortAll()`.
+ * it is given straight back. A tracked turn leaves the count the moment
+ * its outcome is published (`settle`, driven by the turn's event), or when
+ * its watch settles: the ledger shows an outcome (the safety net for an
+ * event this process did not see), the watch timed out (bounded), failed,
+ * or was aborted by `abortAll()`.
+ *
+ * Where gateway processes share a database, the bound is cluster-wide (ADR
+ * 0028): `share()` hands in the other processes' last reported slots in use,
+ * which count against `max_pending` with this process's own.
  */
 
 import { ApiError } from '../../http/errors.js';
+import type { SharedGauge } from '../../security/cluster-counts.js';
 import type { Admission } from '../../turns/index.js';
 
 /** Seconds a client is told to wait (`Retry-After`) when the pending queue is full. */
@@ -40,8 +47,19 @@ export interface PendingTurnsOptions {
 export class PendingTurns {
   private readonly tracked = new Map<string, AbortController>();
   private reserved = 0;
+  private shared: SharedGauge | null = null;
 
   constructor(private readonly options: PendingTurnsOptions) {}
+
+  /** Counts the other processes' slots in use (their last report) against the limit; null: this process alone. */
+  share(gauge: SharedGauge | null): void {
+    this.shared = gauge;
+  }
+
+  /** Slots the other processes sharing the database reported in use; 0 when not shared. */
+  get elsewhere(): number {
+    return this.shared?.others() ?? 0;
+  }
 
   /** Turns accepted and not yet at an outcome. */
   get size(): number {
@@ -59,12 +77,13 @@ export class PendingTurns {
   }
 
   /**
-   * Takes a slot for a submission, or null when the queue is full (429
+   * Takes a slot for a submission, or null when the queue is full (here and
+   * elsewhere, when shared) (429
    * upstream). `force` takes one regardless: for a retry of a turn that is
    * already pending, which intake answers as a replay (and so gives back).
    */
   reserve(options: { force?: boolean } = {}): PendingReservation | null {
-    if (!options.force && this.inUse >= this.options.limit) return null;
+    if (!options.force && this.inUse + this.elsewhere >= this.options.limit) return null;
     this.reserved++;
     let settled = false;
     const settle = (): boolean => {
@@ -103,6 +122,14 @@ export class PendingTurns {
         return { hold: (id) => slot.track(id), release: () => slot.release() };
       },
     };
+  }
+
+  /** The turn reached an outcome (its event was published): its slot is free at once. */
+  settle(eventId: string): void {
+    const controller = this.tracked.get(eventId);
+    if (!controller) return;
+    this.tracked.delete(eventId);
+    controller.abort();
   }
 
   /** Aborts every watch and forgets every tracked turn (the channel stopped; the turns go on). */

@@ -1,4 +1,5 @@
 import { errors, type FieldIssue } from '../../http/errors.js';
+import { parseJsonBody } from '../../http/json.js';
 
 /** Longest `sender_id` / `chat_id` accepted (as POST /message). */
 export const MAX_ID_LENGTH = 200;
@@ -18,14 +19,19 @@ export interface WebhookMessage {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Parses the raw body as one JSON object; 400 for bytes that are not UTF-8 JSON or not an object. */
+/**
+ * Parses the raw body as one JSON object within the bounds of every body
+ * (ADR 0013); 400 for bytes that are not UTF-8 JSON, JSON too deep, too wide
+ * or with a prototype key, or not an object.
+ */
 function parseObject(raw: Buffer): Record<string, unknown> {
-  let value: unknown;
+  let text: string;
   try {
-    value = JSON.parse(utf8.decode(raw));
+    text = utf8.decode(raw);
   } catch {
     throw errors.badRequest('invalid JSON body');
   }
+  const value = parseJsonBody(text);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw errors.badRequest('request body must be a JSON object');
   }

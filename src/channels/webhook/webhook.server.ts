@@ -1,12 +1,15 @@
-import Fastify, { LogController, type FastifyReply } from 'fastify';
+import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError, errorEnvelope, errorResponse, errors } from '../../http/errors.js';
+import { closeAfterEarlyAnswer, protocolServerOptions, refuseMissingHost } from '../../http/protocol.js';
 import { requestIdFor } from '../../http/request-id.js';
 import type { Clock } from '../../lib/clock.js';
+import { packageVersion } from '../../lib/version.js';
 import type { Logger } from '../../logs/index.js';
 import { outcomeApiError, outcomeTimeout, sessionKeyFor, type MessagePath } from '../../turns/index.js';
+import { buildWebhookOpenApi } from './webhook.openapi.js';
 import type { PendingTurns } from './webhook.pending.js';
 import { parseWebhookBody } from './webhook.schema.js';
-import { verifyWebhookSignature } from './webhook.signature.js';
+import { missingSignature, verifyWebhookSignature } from './webhook.signature.js';
 
 /** The platform (and channel) name of webhook messages: identity `webhook:<sender_id>`, sessions `gateway:webhook:…`. */
 export const WEBHOOK_PLATFORM = 'webhook';
@@ -55,7 +58,7 @@ function trimSlash(path: string): string {
  * (identity `webhook:<sender_id>`, key rules with the `webhook-id`
  * fallback, the `max_pending` admission, idempotency, ledger) → 202 ack, or
  * with `wait` the outcome (200 / 502 / 504). `GET {path}/health` →
- * `{status: "ok"}`. Every answer carries `X-Request-Id`; errors use the
+ * `{status: "ok"}`; `GET {path}/openapi.json` → its OpenAPI document. Every answer carries `X-Request-Id`; errors use the
  * API's envelope.
  */
 export function buildWebhookServer(deps: WebhookServerDeps) {
@@ -71,6 +74,8 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
     // stop(): every connection is closed, idle or not (waiting requests included).
     forceCloseConnections: true,
     routerOptions: { ignoreTrailingSlash: true },
+    // Protocol errors (malformed request, oversized headers, no Host) in the envelope too (ADR 0013).
+    ...protocolServerOptions(log),
   });
 
   // The signature covers the exact bytes: every body, whatever its content type, arrives as a Buffer.
@@ -81,6 +86,12 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    refuseMissingHost(request, reply);
+  });
+
+  // An answer sent before the body was read (no signature, over the cap) is delivered, then the connection closes.
+  app.addHook('onSend', async (request, reply) => {
+    closeAfterEarlyAnswer(request, reply);
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -98,7 +109,27 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
     return { status: 'ok' };
   });
 
-  app.post(path, async (request, reply) => {
+  // The server's own OpenAPI document (ADR 0016): a description, served without a token or signature.
+  let document: string | null = null;
+  app.get(path === '/' ? '/openapi.json' : `${path}/openapi.json`, async (_request, reply) => {
+    if (deps.isDraining()) throw errors.unavailable('gateway is shutting down');
+    document ??= JSON.stringify(buildWebhookOpenApi({ path, version: packageVersion() }));
+    return reply.type('application/json; charset=utf-8').send(document);
+  });
+
+  // spec rule 2: with a secret, a request carrying no signature at all is refused from its headers,
+  // before a byte of its body is read.
+  const refuseUnsigned = async (request: FastifyRequest): Promise<void> => {
+    if (deps.isDraining()) throw errors.unavailable('gateway is shutting down');
+    if (!missingSignature(deps.secret, request.headers)) return;
+    log.warn(
+      { request_id: request.id, ip: request.socket.remoteAddress, reason: 'missing signature' },
+      'webhook signature rejected',
+    );
+    throw errors.unauthorized('missing or invalid webhook signature');
+  };
+
+  app.post(path, { onRequest: refuseUnsigned }, async (request, reply) => {
     if (deps.isDraining()) throw errors.unavailable('gateway is shutting down');
     const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
     // spec rules 1–2: verified over the raw bytes, before any parsing.

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import {
+  missingSignature,
   signStandardWebhook,
   signXSignature,
   standardWebhooksKey,
@@ -184,5 +185,28 @@ describe('Standard Webhooks', () => {
     });
     expect(verify({ ...std, 'x-signature': hex }).ok).toBe(true);
     expect(verify({ ...std, 'webhook-signature': 'v1,AAAA', 'x-signature': '0'.repeat(64) }).ok).toBe(false);
+  });
+});
+
+describe('missingSignature (decided from the headers, before the body is read)', () => {
+  const cases: Array<[string, SignatureHeaders]> = [
+    ['no signature header', {}],
+    ['an empty webhook-id', { 'webhook-id': '', 'webhook-signature': 'v1,AAAA' }],
+    ['webhook-id without webhook-signature', { 'webhook-id': 'msg_1' }],
+    ['X-Signature twice', { 'x-signature': [hex, hex] }],
+    ['X-Signature present', { 'x-signature': 'not even hex' }],
+    ['Standard Webhooks present', { 'webhook-id': 'msg_1', 'webhook-signature': 'v1,AAAA' }],
+  ];
+
+  it.each(cases)('agrees with verifyWebhookSignature: %s', (_label, headers) => {
+    const missing = missingSignature(SECRET, headers);
+    const verdict = verify(headers);
+    expect(missing).toBe(!verdict.ok && verdict.reason === 'missing signature');
+  });
+
+  it('never refuses without a secret', () => {
+    expect(missingSignature(null, {})).toBe(false);
+    expect(missingSignature('', {})).toBe(false);
+    expect(missingSignature(SECRET, {})).toBe(true);
   });
 });

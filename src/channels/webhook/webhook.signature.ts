@@ -128,6 +128,24 @@ function verifyStandard(
   return valid ? null : 'no valid webhook-signature';
 }
 
+/** Whether a request uses the Standard Webhooks headers: a non-empty `webhook-id` and a `webhook-signature`. */
+function standardHeaders(headers: SignatureHeaders): { id: string; signature: string } | null {
+  const id = single(headers, 'webhook-id');
+  const signature = single(headers, 'webhook-signature');
+  return id !== undefined && id !== '' && signature !== undefined ? { id, signature } : null;
+}
+
+/**
+ * True when a secret is set and the request carries no signature at all
+ * (neither `X-Signature` nor the Standard Webhooks headers): what
+ * {@link verifyWebhookSignature} refuses as "missing signature", decided
+ * from the headers alone, before the body is read (ADR 0013).
+ */
+export function missingSignature(secret: string | null, headers: SignatureHeaders): boolean {
+  if (secret === null || secret === '') return false;
+  return single(headers, 'x-signature') === undefined && standardHeaders(headers) === null;
+}
+
 /**
  * Verifies a webhook request's signature over its raw bytes, before anything
  * parses them. Without a secret every request passes (scheme `none`). With a
@@ -137,12 +155,10 @@ function verifyStandard(
  */
 export function verifyWebhookSignature(input: VerifyInput): SignatureVerdict {
   const { secret, body, headers, nowMs } = input;
-  const webhookId = single(headers, 'webhook-id');
-  const standardSignature = single(headers, 'webhook-signature');
-  const usesStandard = webhookId !== undefined && webhookId !== '' && standardSignature !== undefined;
+  const standard = standardHeaders(headers);
 
   if (secret === null || secret === '') {
-    return { ok: true, scheme: 'none', webhookId: usesStandard ? webhookId : null };
+    return { ok: true, scheme: 'none', webhookId: standard?.id ?? null };
   }
 
   // Either scheme may authenticate the request: any present, valid signature passes.
@@ -152,16 +168,16 @@ export function verifyWebhookSignature(input: VerifyInput): SignatureVerdict {
     if (verifyXSignature(secret, body, xSignature)) return { ok: true, scheme: 'x-signature', webhookId: null };
     reasons.push('invalid X-Signature');
   }
-  if (usesStandard) {
+  if (standard) {
     const problem = verifyStandard(
       secret,
       body,
-      webhookId,
+      standard.id,
       single(headers, 'webhook-timestamp'),
-      standardSignature,
+      standard.signature,
       nowMs,
     );
-    if (problem === null) return { ok: true, scheme: 'standard-webhooks', webhookId };
+    if (problem === null) return { ok: true, scheme: 'standard-webhooks', webhookId: standard.id };
     reasons.push(problem);
   }
   if (reasons.length > 0) return { ok: false, reason: reasons.join('; ') };

@@ -541,4 +541,18 @@ describe('WebSocketConnection: bounds and cleanup', () => {
     expect(h.socket.frames[1]).toMatchObject({ type: 'error', error: { code: 'BAD_REQUEST' } });
     expect(h.socket.closeCode).toBeNull();
   });
+
+  it('answers a message frame nested 10 000 deep with a BAD_REQUEST error frame, submits nothing, stays open', async () => {
+    const h = open({ handshake: { headerToken: 'api' } });
+    await h.socket.frameCount(1);
+    const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+    h.connection.receive(`{"type":"message","text":"hi","session_key":${deep}}`);
+    await h.socket.frameCount(2);
+    expect(h.socket.frames[1]).toMatchObject({
+      type: 'error',
+      error: { code: 'BAD_REQUEST', message: 'JSON is nested deeper than 64 levels', details: { max_depth: 64 } },
+    });
+    expect(h.submits).toHaveLength(0);
+    expect(h.socket.closeCode).toBeNull();
+  });
 });

@@ -53,6 +53,36 @@ describe('parseClientFrame', () => {
     expect(parseClientFrame('{"type":"subscribe","topics":"turns"}').ok).toBe(false);
     expect(parseClientFrame('{"type":"auth","token":"t","platform":""}').ok).toBe(false);
   });
+
+  // issue 10: the bounds of every body apply to frames too, before validation (ADR 0013).
+  it.each([
+    [
+      'nested 10 000 deep',
+      `{"type":"message","text":"x","ref":${'['.repeat(10_000)}${']'.repeat(10_000)}}`,
+      {
+        max_depth: 64,
+      },
+    ],
+    [
+      'with 10 001 keys',
+      `{"type":"ping",${Array.from({ length: 10_000 }, (_, i) => `"k${i}":0`).join(',')}}`,
+      {
+        max_keys: 10_000,
+      },
+    ],
+    ['with a __proto__ key', '{"type":"message","text":"x","__proto__":{"admin":true}}', { key: '__proto__' }],
+  ])('refuses a frame %s as BAD_REQUEST with the bound in the details', (_label, text, details) => {
+    const parsed = parseClientFrame(text);
+    expect(parsed).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST', details } });
+  });
+
+  it('accepts a frame at the depth bound', () => {
+    const ref = `${'['.repeat(63)}${']'.repeat(63)}`;
+    const parsed = parseClientFrame(`{"type":"ping","ref":${ref}}`);
+    // The ref is not a string or number, so the frame is invalid for its fields, not for its shape.
+    expect(parsed).toMatchObject({ ok: false, error: { code: 'BAD_REQUEST' } });
+    if (!parsed.ok) expect(parsed.error.message).toContain('invalid ping frame');
+  });
 });
 
 describe('resolveTopics', () => {

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { TOPICS, type Topic } from '../../events/index.js';
 import { classifyError, ERROR_STATUS, type ErrorCode } from '../../http/errors.js';
+import { parseJsonBounded } from '../../lib/json.js';
 import {
   outcomeError,
   PAUSED_STATUSES,
@@ -130,17 +131,19 @@ function refOf(value: unknown): FrameRef | undefined {
 }
 
 /**
- * Parses and validates one text frame. Malformed input (not JSON, not an
+ * Parses and validates one text frame. Malformed input (not JSON, JSON
+ * over the bounds of every body or with a prototype key (ADR 0013), not an
  * object, unknown type, invalid fields) is a BAD_REQUEST error the
  * connection answers without closing. The `ref` is kept when it is readable.
  */
 export function parseClientFrame(text: string): ParsedFrame {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    return { ok: false, error: { code: 'BAD_REQUEST', message: 'frame is not valid JSON' } };
+  const parsed = parseJsonBounded(text);
+  if (!parsed.ok) {
+    if (parsed.reason === 'syntax')
+      return { ok: false, error: { code: 'BAD_REQUEST', message: 'frame is not valid JSON' } };
+    return { ok: false, error: { code: 'BAD_REQUEST', message: parsed.message, details: parsed.details } };
   }
+  const value = parsed.value;
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return { ok: false, error: { code: 'BAD_REQUEST', message: 'frame must be a JSON object' } };
   }

@@ -24,15 +24,14 @@ import type {
 } from './provider.js';
 import { isRecord, ProviderError, sdkErrorToProviderError, type SdkErrorClasses } from './provider-error.js';
 
-/** The model used when `provider.model` is null. */
-export { ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
-import { ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
+/** The model and endpoint used when `provider.model` / `provider.base_url` are null. */
+export { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
+import { ANTHROPIC_DEFAULT_BASE_URL, ANTHROPIC_DEFAULT_MODEL } from './defaults.js';
+import { createModelsProbe } from './provider-probe.js';
 
 /** The SDK's error classes, for the shared error mapping. */
 const SDK_ERRORS: SdkErrorClasses = { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError };
 
-/** The endpoint used when `provider.base_url` is null (the SDK appends `/v1/messages`). */
-export const ANTHROPIC_DEFAULT_BASE_URL = 'https://api.anthropic.com';
 /** Upper bound of output tokens per call. */
 export const ANTHROPIC_MAX_TOKENS = 4096;
 const PLACEHOLDER_KEY = 'not-configured';
@@ -49,9 +48,12 @@ export class AnthropicProvider implements ModelProvider {
   private readonly client: Anthropic;
   private readonly timeoutMs: number;
   private readonly secrets: string[];
+  /** The reachability check: `GET {base_url}/v1/models` (ModelProvider.probe). */
+  readonly probe: (signal: AbortSignal) => Promise<void>;
 
   constructor(config: ProviderConfig) {
     this.model = config.model ?? ANTHROPIC_DEFAULT_MODEL;
+    this.probe = createModelsProbe(config) ?? (() => Promise.resolve());
     this.timeoutMs = config.timeout_seconds * 1000;
     this.secrets = config.api_key ? [config.api_key] : [];
     // Explicit values everywhere the SDK would read the environment or

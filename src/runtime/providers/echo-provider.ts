@@ -10,6 +10,11 @@ export class EchoProvider implements ModelProvider {
   readonly type = 'echo' as const;
   readonly model = 'echo';
 
+  /** Always reachable: there is no server. */
+  probe(): Promise<void> {
+    return Promise.resolve();
+  }
+
   async complete(request: ModelRequest): Promise<ModelResponse> {
     if (request.signal?.aborted) throw new ProviderError('echo: call aborted', 'aborted');
     let text = '';

@@ -222,6 +222,7 @@ describe('openai provider: failures', () => {
     const err = await failure(provider.complete({ messages: [{ role: 'user', content: 'x' }], tools: [] }));
     expect(err.kind).toBe('network');
     expect(err.message).toContain('ECONNREFUSED');
+    expect(err.reason).toBe('ECONNREFUSED');
     expect(err.message).not.toContain(KEY);
   });
 

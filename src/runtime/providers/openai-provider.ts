@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError, OpenAI } from 'openai';
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -7,6 +6,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { runGuardedStream, stoppedError, type CallGuard } from './call-guard.js';
+import { HttpStatusError, SseJsonClient, StreamErrorEvent } from './sse-client.js';
 import type {
   ChatMessage,
   ModelProvider,
@@ -16,48 +16,39 @@ import type {
   ToolCall,
   ToolSpec,
 } from './provider.js';
-import { isRecord, ProviderError, sdkErrorToProviderError, type SdkErrorClasses } from './provider-error.js';
+import { isRecord, networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
 
-/** The model used when `provider.model` is null. */
-export { OPENAI_DEFAULT_MODEL } from './defaults.js';
-import { OPENAI_DEFAULT_MODEL } from './defaults.js';
+/** The model and endpoint used when `provider.model` / `provider.base_url` are null. */
+export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL } from './defaults.js';
+import { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL } from './defaults.js';
+import { createModelsProbe } from './provider-probe.js';
 
-/** The SDK's error classes, for the shared error mapping. */
-const SDK_ERRORS: SdkErrorClasses = { APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError };
-
-/** The endpoint used when `provider.base_url` is null. */
-export const OPENAI_DEFAULT_BASE_URL = 'https://api.openai.com/v1';
-/** Sent when no key is configured: local servers (Ollama, vLLM, llama.cpp) need none, the SDK insists on one. */
+/** Sent when no key is configured: local servers (Ollama, vLLM, llama.cpp) need none; some proxies insist on one. */
 const PLACEHOLDER_KEY = 'not-needed';
 
 /**
- * Chat Completions over the official SDK against any OpenAI-compatible server
- * (OpenAI, Ollama, vLLM, llama.cpp). Always streams, with usage requested in
- * the final chunk; never retries (the gateway decides about retries).
+ * Chat Completions against any OpenAI-compatible server (OpenAI, Ollama,
+ * vLLM, llama.cpp), over a lean streaming HTTP client (ADR 0026; the official
+ * SDK's types describe the wire). Always streams, with usage requested in the
+ * final chunk; never retries (the gateway decides about retries).
  */
 export class OpenAIProvider implements ModelProvider {
   readonly type = 'openai' as const;
   readonly model: string;
-  private readonly client: OpenAI;
+  private readonly client: SseJsonClient;
   private readonly timeoutMs: number;
   private readonly secrets: string[];
+  /** The reachability check: `GET {base_url}/models` (ModelProvider.probe). */
+  readonly probe: (signal: AbortSignal) => Promise<void>;
 
   constructor(config: ProviderConfig) {
     this.model = config.model ?? OPENAI_DEFAULT_MODEL;
+    this.probe = createModelsProbe(config) ?? (() => Promise.resolve());
     this.timeoutMs = config.timeout_seconds * 1000;
     this.secrets = config.api_key ? [config.api_key] : [];
-    // Every option that would otherwise fall back to an environment variable is
-    // given explicitly: only config/ reads the environment.
-    this.client = new OpenAI({
-      baseURL: config.base_url ?? OPENAI_DEFAULT_BASE_URL,
-      apiKey: config.api_key ?? PLACEHOLDER_KEY,
-      adminAPIKey: null,
-      organization: null,
-      project: null,
-      webhookSecret: null,
-      timeout: this.timeoutMs,
-      maxRetries: 0,
-      logLevel: 'off',
+    const base = (config.base_url ?? OPENAI_DEFAULT_BASE_URL).replace(/\/+$/, '');
+    this.client = new SseJsonClient(`${base}/chat/completions`, {
+      authorization: `Bearer ${config.api_key ?? PLACEHOLDER_KEY}`,
     });
   }
 
@@ -76,7 +67,7 @@ export class OpenAIProvider implements ModelProvider {
           stream_options: { include_usage: true },
           ...(request.tools.length > 0 ? { tools: request.tools.map(toOpenAITool) } : {}),
         };
-        return this.client.chat.completions.create(params, { signal });
+        return (await this.client.stream(params, signal)) as AsyncIterable<ChatCompletionChunk>;
       },
       accumulator: new ChunkAccumulator(this.model),
       toError: (err, guard) => this.toProviderError(err, guard),
@@ -87,14 +78,25 @@ export class OpenAIProvider implements ModelProvider {
     return stoppedError('openai', why, this.timeoutMs);
   }
 
+  /** Maps anything the call threw to a ProviderError whose message never carries the api key. */
   private toProviderError(err: unknown, guard: CallGuard): ProviderError {
-    return sdkErrorToProviderError(err, {
-      label: 'openai',
-      classes: SDK_ERRORS,
-      secrets: this.secrets,
-      stoppedBy: guard.outcome,
-      stopped: (why) => this.stopped(why),
-    });
+    if (err instanceof ProviderError) return err;
+    if (guard.outcome) return this.stopped(guard.outcome);
+    if (err instanceof HttpStatusError || err instanceof StreamErrorEvent) {
+      const detail = serverErrorMessage(err instanceof HttpStatusError ? err.body : { error: err.error });
+      const suffix = detail ? `: ${redactSecrets(detail, this.secrets)}` : '';
+      return err instanceof HttpStatusError
+        ? new ProviderError(`openai: HTTP ${err.status}${suffix}`, 'http', err.status)
+        : new ProviderError(`openai: error in stream${suffix}`, 'http');
+    }
+    if (err instanceof SyntaxError) {
+      return new ProviderError('openai: malformed stream (invalid JSON)', 'invalid_response');
+    }
+    const code = networkCode(err);
+    if (code) {
+      return new ProviderError(`openai: cannot reach the server (${code})`, 'network', undefined, code);
+    }
+    return new ProviderError('openai: unexpected response from the server', 'invalid_response');
   }
 }
 

@@ -7,15 +7,39 @@
 /** What went wrong, coarsely: enough for the agent loop to pick a turn status and for an operator to act. */
 export type ProviderErrorKind = 'timeout' | 'http' | 'network' | 'aborted' | 'invalid_response';
 
-/** A failed model call. `status` is the HTTP status for `kind: 'http'`. */
+/**
+ * A failed model call. `status` is the HTTP status for `kind: 'http'`;
+ * `code` the low-level cause of a `network` failure (`ECONNREFUSED`…) when known.
+ */
 export class ProviderError extends Error {
   constructor(
     message: string,
     readonly kind: ProviderErrorKind,
     readonly status?: number,
+    readonly code?: string,
   ) {
     super(message);
     this.name = 'ProviderError';
+  }
+
+  /**
+   * The cause in a word or two, for log fields and health: the network code
+   * (`ECONNREFUSED`, `ENOTFOUND`…), `HTTP 401`, `timeout`, `aborted`,
+   * `invalid response`. Never holds server text.
+   */
+  get reason(): string {
+    switch (this.kind) {
+      case 'network':
+        return this.code ?? 'network error';
+      case 'http':
+        return this.status !== undefined ? `HTTP ${this.status}` : 'error in stream';
+      case 'timeout':
+        return 'timeout';
+      case 'aborted':
+        return 'aborted';
+      case 'invalid_response':
+        return 'invalid response';
+    }
   }
 }
 
@@ -105,7 +129,12 @@ export function sdkErrorToProviderError(
   if (err instanceof classes.APIUserAbortError) return options.stopped('aborted');
   if (err instanceof classes.APIConnectionError) {
     const code = networkCode(err);
-    return new ProviderError(`${label}: cannot reach the server${code ? ` (${code})` : ''}`, 'network');
+    return new ProviderError(
+      `${label}: cannot reach the server${code ? ` (${code})` : ''}`,
+      'network',
+      undefined,
+      code ?? undefined,
+    );
   }
   if (err instanceof classes.APIError) {
     const detail = serverErrorMessage(err.error);
@@ -120,6 +149,6 @@ export function sdkErrorToProviderError(
     return new ProviderError(`${label}: malformed stream (invalid JSON)`, 'invalid_response');
   }
   const code = networkCode(err);
-  if (code) return new ProviderError(`${label}: connection failed (${code})`, 'network');
+  if (code) return new ProviderError(`${label}: connection failed (${code})`, 'network', undefined, code);
   return new ProviderError(`${label}: unexpected response from the server`, 'invalid_response');
 }

@@ -1,6 +1,7 @@
 import type { Config } from '../../config/config.schema.js';
 import { ANTHROPIC_DEFAULT_MODEL, OPENAI_DEFAULT_MODEL } from './defaults.js';
 import { EchoProvider } from './echo-provider.js';
+import { createModelsProbe } from './provider-probe.js';
 
 export { ProviderError, type ProviderErrorKind } from './provider-error.js';
 
@@ -71,6 +72,13 @@ export interface ModelProvider {
    * `timeout_seconds` of silence from the server.
    */
   complete(request: ModelRequest): Promise<ModelResponse>;
+  /**
+   * The cheap reachability check (the provider's models list): resolves when
+   * the server answers, rejects with a `ProviderError` naming the cause
+   * otherwise; `signal` aborts it. Never a model call. Providers without it
+   * (test doubles) are judged by their calls alone.
+   */
+  probe?(signal: AbortSignal): Promise<void>;
 }
 
 /** The provider block of the configuration (DECISIONS §1). */
@@ -78,7 +86,8 @@ export type ProviderConfig = Config['provider'];
 
 /**
  * A provider whose SDK is loaded on first use, so a gateway on the `echo`
- * provider never pays the memory of the OpenAI or Anthropic SDK.
+ * provider never pays the memory of the OpenAI or Anthropic SDK. Its probe
+ * needs no SDK and loads none.
  */
 export class LazyProvider implements ModelProvider {
   private inner: Promise<ModelProvider> | undefined;
@@ -86,7 +95,14 @@ export class LazyProvider implements ModelProvider {
     readonly type: 'openai' | 'anthropic',
     readonly model: string,
     private readonly load: () => Promise<ModelProvider>,
+    private readonly probeModels?: (signal: AbortSignal) => Promise<void>,
   ) {}
+
+  async probe(signal: AbortSignal): Promise<void> {
+    if (this.probeModels) return this.probeModels(signal);
+    const inner = await this.resolve();
+    return inner.probe?.(signal);
+  }
 
   /** The loaded provider (tests, diagnostics). */
   resolve(): Promise<ModelProvider> {
@@ -105,14 +121,24 @@ export function createProvider(config: ProviderConfig): ModelProvider {
     case 'echo':
       return new EchoProvider();
     case 'openai':
-      return new LazyProvider('openai', config.model ?? OPENAI_DEFAULT_MODEL, async () => {
-        const { OpenAIProvider } = await import('./openai-provider.js');
-        return new OpenAIProvider(config);
-      });
+      return new LazyProvider(
+        'openai',
+        config.model ?? OPENAI_DEFAULT_MODEL,
+        async () => {
+          const { OpenAIProvider } = await import('./openai-provider.js');
+          return new OpenAIProvider(config);
+        },
+        createModelsProbe(config) ?? undefined,
+      );
     case 'anthropic':
-      return new LazyProvider('anthropic', config.model ?? ANTHROPIC_DEFAULT_MODEL, async () => {
-        const { AnthropicProvider } = await import('./anthropic-provider.js');
-        return new AnthropicProvider(config);
-      });
+      return new LazyProvider(
+        'anthropic',
+        config.model ?? ANTHROPIC_DEFAULT_MODEL,
+        async () => {
+          const { AnthropicProvider } = await import('./anthropic-provider.js');
+          return new AnthropicProvider(config);
+        },
+        createModelsProbe(config) ?? undefined,
+      );
   }
 }

@@ -8,6 +8,7 @@ import { migration006 } from './006_memory_knowledge.js';
 import { migration007 } from './007_skills.js';
 import { migration008 } from './008_tasks.js';
 import { migration009 } from './009_cron.js';
+import { migration010 } from './010_cluster_counts.js';
 
 export interface CapabilityMigration {
   name: string;
@@ -20,4 +21,5 @@ export const capabilityMigrations: readonly CapabilityMigration[] = [
   migration007,
   migration008,
   migration009,
+  migration010,
 ];

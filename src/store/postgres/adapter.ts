@@ -17,9 +17,19 @@ export const postgresAdapter: StoreAdapter = {
   fullText: postgresFullText,
   exclusive: (db, _writer, lockName, fn) =>
     db.transaction().execute(async (trx) => {
-      await sql`select pg_advisory_xact_lock(hashtext(${`${lockName}:`}::text || coalesce(current_schema(), '')))`.execute(
-        trx,
-      );
+      await sql`select pg_advisory_xact_lock(${lockKey(lockName)})`.execute(trx);
       return fn(trx);
     }),
+  // Never waits, so a group-commit batch holding several such locks cannot deadlock with another process's.
+  tryLock: async (trx, lockName) => {
+    const result = await sql<{
+      locked: boolean;
+    }>`select pg_try_advisory_xact_lock(${lockKey(lockName)}) as locked`.execute(trx);
+    return result.rows[0]?.locked === true;
+  },
 };
+
+/** The advisory lock key of `lockName` in the current schema (gateways in different schemas never meet). */
+function lockKey(lockName: string) {
+  return sql`hashtext(${`${lockName}:`}::text || coalesce(current_schema(), ''))`;
+}

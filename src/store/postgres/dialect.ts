@@ -14,6 +14,12 @@ export interface PostgresDialectOptions {
   poolSize?: number | undefined;
   /** How long to wait for a connection before failing with StoreUnavailableError; default 2000 ms. */
   connectTimeoutMs?: number | undefined;
+  /**
+   * Told when a connection reports an error outside a query (the server
+   * terminated its backend, the network dropped): the pool discards that
+   * connection and the next query opens a fresh one. Default: ignored.
+   */
+  onConnectionError?: ((error: Error) => void) | undefined;
 }
 
 /** pg is loaded only when PostgreSQL is configured, so a SQLite gateway does not carry it in memory. */
@@ -55,9 +61,25 @@ export function createPostgresDialect(options: PostgresDialectOptions): Dialect 
     application_name: 'gatehouse',
     types: { getTypeParser: parserFor },
   });
-  // An idle client dropped by the server is discarded by the pool; without a
-  // listener the 'error' event would crash the process. The next query reports.
-  pool.on('error', () => {});
+  // A connection whose backend goes away emits 'error'; an EventEmitter
+  // without a listener for it throws, which would crash the process. The pool
+  // listens only while a client is idle, so every client gets a listener of
+  // its own from birth, covering the time it is checked out (between the
+  // queries of a transaction). The pool then discards it on release (it is no
+  // longer queryable) and the next query connects anew; the query in flight
+  // fails with StoreUnavailableError through the guard.
+  const report = options.onConnectionError ?? (() => undefined);
+  const onError = (error: Error): void => {
+    try {
+      report(error);
+    } catch {
+      // a reporter must not turn a dropped connection into a crash
+    }
+  };
+  pool.on('error', () => undefined); // an idle client's error, already reported by its own listener
+  pool.on('connect', (client) => {
+    client.on('error', onError);
+  });
   return guardDialect(new PostgresDialect({ pool }), isPostgresUnavailable);
 }
 

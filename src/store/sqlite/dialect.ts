@@ -1,4 +1,3 @@
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import {
@@ -10,6 +9,7 @@ import {
   type SqliteDatabase,
   type SqliteStatement,
 } from 'kysely';
+import { ensurePrivateDirSync, tightenPrivateFileSync, touchPrivateFileSync } from '../../lib/private-files.js';
 import { StoreUnavailableError, errorMessage } from '../errors.js';
 import { guardDialect } from '../guarded-dialect.js';
 
@@ -23,7 +23,9 @@ export function sqliteWalPath(dataDir: string): string {
 
 /**
  * Opens (creating when missing) `<dataDir>/gatehouse.db` with WAL,
- * synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON.
+ * synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON. The directory is
+ * 0700 and the database 0600 (SQLite gives the WAL and shared-memory files
+ * the database's mode); wider modes left by an older install are tightened.
  *
  * NORMAL means a commit writes the WAL without syncing it; the store's
  * writer then fsyncs the WAL off the event loop (DurabilityBarrier) before it
@@ -39,11 +41,13 @@ export function createSqliteDialect(dataDir: string): Dialect {
   const path = join(dataDir, SQLITE_FILE);
   let database: BetterSqlite3.Database | undefined;
   try {
-    mkdirSync(dataDir, { recursive: true });
+    ensurePrivateDirSync(dataDir);
+    touchPrivateFileSync(path);
     database = new BetterSqlite3(path);
     database.pragma('busy_timeout = 5000');
     const mode = database.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new Error(`journal_mode is ${String(mode)}, WAL unsupported here`);
+    for (const suffix of ['-wal', '-shm']) tightenPrivateFileSync(`${path}${suffix}`);
     database.pragma('synchronous = NORMAL');
     database.pragma('foreign_keys = ON');
   } catch (error) {

@@ -1,0 +1,61 @@
+import { z } from 'zod';
+
+/**
+ * The wire shapes of the analytics answers (spec: Analytics endpoints;
+ * DECISIONS §9), exactly as `analytics.presenter.ts` writes them. They
+ * describe responses in the OpenAPI document (ADR 0016).
+ */
+
+const tokens = z.number().int().min(0);
+const usd = z.number().min(0).meta({ description: 'US dollars' });
+const period = z.enum(['today', 'week', 'month', 'all']);
+
+/** One cost breakdown item: the grouping key under its own name (the one `group_by` names), tokens, cost. */
+const costBreakdownItem = z.object({
+  model: z.string().optional(),
+  channel: z.string().optional(),
+  session: z.string().optional(),
+  day: z.string().optional().meta({ description: 'YYYY-MM-DD (UTC)' }),
+  input_tokens: tokens,
+  output_tokens: tokens,
+  cost_usd: usd,
+});
+
+/** GET /analytics/cost. */
+export const costSummarySchema = z
+  .object({
+    period,
+    total_usd: usd,
+    breakdown: z.array(costBreakdownItem).meta({ description: 'Most expensive first' }),
+    daily_trend: z
+      .array(z.object({ date: z.string().meta({ description: 'YYYY-MM-DD (UTC)' }), cost_usd: usd }))
+      .meta({ description: 'One row per day of the period, ascending, zeros included' }),
+  })
+  .meta({ id: 'CostSummary' });
+
+/** GET /analytics/usage. */
+export const usageStatsSchema = z
+  .object({
+    period,
+    sessions: tokens,
+    messages: tokens,
+    tool_calls: tokens,
+    tasks_completed: tokens,
+    skills_used: tokens,
+  })
+  .meta({ id: 'UsageStats' });
+
+const usageGroup = z.object({ requests: tokens, tokens, cost_usd: usd });
+
+/** The variant GET /analytics; `by_channel` only with `group_by=channel`. */
+export const variantAnalyticsSchema = z
+  .object({
+    period,
+    total_messages: tokens,
+    total_tokens: tokens,
+    total_cost_usd: usd,
+    by_model: z.record(z.string(), usageGroup),
+    by_tool: z.record(z.string(), tokens).meta({ description: 'Calls per tool' }),
+    by_channel: z.record(z.string(), usageGroup).optional(),
+  })
+  .meta({ id: 'VariantAnalytics' });

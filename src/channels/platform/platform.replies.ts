@@ -1,0 +1,264 @@
+import type { Logger } from '../../logs/index.js';
+import {
+  outcomeError,
+  PAUSED_STATUSES,
+  turnOutcomeMessage,
+  type FollowStep,
+  type InboundSource,
+  type MessagePath,
+  type TurnEvent,
+  type TurnRecord,
+} from '../../turns/index.js';
+import { ReplyStream, type ReplyTarget, type Wait } from './reply-stream.js';
+
+/** Replies streaming at once, at most; a turn beyond it is logged and not streamed. */
+export const MAX_ACTIVE_REPLIES = 1000;
+/** Turns remembered (finished, paused at a sequence number, or not this platform's), each set bounded. */
+const REMEMBERED = 4096;
+/** Longest one reply is followed; the gateway's own bound on a turn is ten minutes. */
+const FOLLOW_TIMEOUT_MS = 15 * 60_000;
+
+/** The `source` of a platform message (Telegram, Slack…) in the ledger; its `channel` names the platform. */
+export const PLATFORM_SOURCE: InboundSource = 'platform';
+
+/** A bounded insertion-ordered memory: the oldest entry leaves first. */
+class Bounded<V> {
+  private readonly map = new Map<string, V>();
+  constructor(private readonly limit: number) {}
+  get(key: string): V | undefined {
+    return this.map.get(key);
+  }
+  has(key: string): boolean {
+    return this.map.has(key);
+  }
+  set(key: string, value: V): void {
+    this.map.delete(key);
+    this.map.set(key, value);
+    if (this.map.size > this.limit) this.map.delete(this.map.keys().next().value!);
+  }
+  delete(key: string): void {
+    this.map.delete(key);
+  }
+}
+
+/** What the replies of one platform need. */
+export interface PlatformRepliesOptions {
+  platform: string;
+  messages: Pick<MessagePath, 'follow' | 'turn' | 'tap'>;
+  target: ReplyTarget;
+  maxMessageLength: number;
+  minIntervalMs: number;
+  now: () => number;
+  wait?: Wait;
+  logger: Logger;
+  /** Told of every reply message posted (stats). */
+  onReplied?: () => void;
+  maxActive?: number;
+}
+
+/** The text a turn's end shows in the chat. */
+function endText(status: string, content: string | null, turn: TurnRecord | null): string | null {
+  switch (status) {
+    case 'waiting_approval':
+      return `${content ? `${content}\n\n` : ''}A tool call waits for approval: an admin answers /approve or /deny.`;
+    case 'waiting_clarification':
+      return content;
+    case 'interrupted':
+      return turn?.terminationReason === 'process_restart' || content === null || content === ''
+        ? `${content ? `${content}\n\n` : ''}[the reply was interrupted; please send the message again]`
+        : `${content}\n\n[interrupted]`;
+    case 'failed': {
+      const error = turn ? outcomeError(turn) : null;
+      return `[the reply failed: ${error?.message ?? 'internal error'}]`;
+    }
+    default:
+      return content;
+  }
+}
+
+/**
+ * Delivers the replies of one platform's turns to their chats (DECISIONS
+ * §16): every turn of a session the platform's messages started, whether
+ * accepted just now, run again after a restart, or resumed after an
+ * approval. One `ReplyStream` per turn follows it through the message path
+ * (`follow`: stored events, then live ones) and edits one message as the
+ * text grows. A turn is delivered once: finished turns are remembered, a
+ * paused one resumes after the last event shown. Replays of a redelivered
+ * message start nothing.
+ */
+export class PlatformReplies {
+  private readonly active = new Map<string, { abort: AbortController; stream: ReplyStream | null }>();
+  private readonly finished = new Bounded<true>(REMEMBERED);
+  private readonly shownSeq = new Bounded<number>(REMEMBERED);
+  private readonly notMine = new Bounded<true>(REMEMBERED);
+  private readonly lookups = new Set<string>();
+  private readonly running = new Set<Promise<void>>();
+  private untap: (() => void) | null = null;
+  private closed = false;
+  private readonly sessionPrefix: string;
+
+  constructor(private readonly options: PlatformRepliesOptions) {
+    this.sessionPrefix = `gateway:${options.platform}:`;
+  }
+
+  /** Starts watching turn events for this platform's turns (call before the message path recovers turns). */
+  open(): void {
+    this.closed = false;
+    this.untap ??= this.options.messages.tap((event) => this.onEvent(event));
+  }
+
+  /** Replies being streamed now. */
+  get size(): number {
+    return this.active.size;
+  }
+
+  /** Streams the reply of a turn just accepted from `chatId` (idempotent per turn). */
+  deliver(eventId: string, chatId: string): void {
+    if (this.closed || this.active.has(eventId) || this.finished.has(eventId)) return;
+    if (this.active.size >= (this.options.maxActive ?? MAX_ACTIVE_REPLIES)) {
+      this.options.logger.warn({ event_id: eventId }, 'too many replies streaming; this one is not delivered');
+      return;
+    }
+    const entry = { abort: new AbortController(), stream: null as ReplyStream | null };
+    this.active.set(eventId, entry);
+    const run = this.stream(eventId, chatId, entry)
+      .catch((err: unknown) =>
+        this.options.logger.warn(
+          { event_id: eventId, err: err instanceof Error ? err.message : String(err) },
+          'reply delivery failed',
+        ),
+      )
+      .finally(() => {
+        this.active.delete(eventId);
+        this.running.delete(run);
+      });
+    this.running.add(run);
+  }
+
+  /** Stops every reply where it is and stops watching (shutdown). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.untap?.();
+    this.untap = null;
+    for (const entry of this.active.values()) {
+      entry.abort.abort();
+      void entry.stream?.close();
+    }
+    await Promise.allSettled([...this.running]);
+  }
+
+  /** A turn event of any session: a turn of this platform no reply follows yet is looked up once. */
+  private onEvent(event: TurnEvent): void {
+    const id = event.eventId;
+    if (this.closed || this.active.has(id) || this.finished.has(id) || this.notMine.has(id)) return;
+    if (this.lookups.has(id) || this.lookups.size >= REMEMBERED) return;
+    this.lookups.add(id);
+    this.options.messages.turn(id).then(
+      (turn) => {
+        this.lookups.delete(id);
+        const chatId = turn ? this.chatOf(turn) : null;
+        if (chatId === null) this.notMine.set(id, true);
+        else this.deliver(id, chatId);
+      },
+      () => this.lookups.delete(id), // the store is down: a later event of the turn asks again
+    );
+  }
+
+  /** The chat of a turn this platform's messages started, else null. */
+  private chatOf(turn: TurnRecord): string | null {
+    if (!turn.sessionKey.startsWith(this.sessionPrefix)) return null;
+    const payload = turn.payload as { channel?: unknown; source?: unknown; chat_id?: unknown } | null;
+    if (payload?.channel !== this.options.platform || payload.source !== PLATFORM_SOURCE) return null;
+    return typeof payload.chat_id === 'string' ? payload.chat_id : null;
+  }
+
+  private async stream(
+    eventId: string,
+    chatId: string,
+    entry: { abort: AbortController; stream: ReplyStream | null },
+  ): Promise<void> {
+    const { options } = this;
+    const target: ReplyTarget = {
+      send: async (chat, text) => {
+        const posted = await options.target.send(chat, text);
+        options.onReplied?.();
+        return posted;
+      },
+      edit: (chat, messageId, text) => options.target.edit(chat, messageId, text),
+    };
+    const stream = new ReplyStream({
+      target,
+      chatId,
+      maxMessageLength: options.maxMessageLength,
+      minIntervalMs: options.minIntervalMs,
+      now: options.now,
+      ...(options.wait ? { wait: options.wait } : {}),
+    });
+    entry.stream = stream;
+    const fromSeq = this.shownSeq.get(eventId) ?? 0;
+    let ended: { text: string | null; paused: boolean } | null = null;
+    try {
+      const steps = options.messages.follow(eventId, {
+        fromSeq,
+        endOnPause: true,
+        timeoutMs: FOLLOW_TIMEOUT_MS,
+        signal: entry.abort.signal,
+      });
+      for await (const step of steps) {
+        ended = this.apply(step, stream, eventId);
+        if (ended) break;
+      }
+    } finally {
+      if (!ended) await stream.close();
+    }
+    if (!ended) return; // stopped or timed out: nothing more is shown
+    if (ended.paused) this.finished.delete(eventId);
+    else this.finished.set(eventId, true);
+    await stream.finish(ended.text);
+  }
+
+  /** Applies one follow step to the reply; answers how it ends, or null while it goes on. */
+  private apply(
+    step: FollowStep,
+    stream: ReplyStream,
+    eventId: string,
+  ): { text: string | null; paused: boolean } | null {
+    switch (step.kind) {
+      case 'timeout':
+        return null;
+      case 'end': {
+        const turn = step.turn;
+        const paused = PAUSED_STATUSES.has(turn.status);
+        return { text: endText(turn.status, turnOutcomeMessage(turn).content, turn), paused };
+      }
+      case 'event': {
+        const { event } = step;
+        this.shownSeq.set(eventId, event.seq);
+        switch (event.type) {
+          case 'delta':
+            if (typeof event.data.content === 'string') stream.append(event.data.content);
+            return null;
+          case 'status': {
+            const status = String(event.data.status);
+            if (!step.live || !PAUSED_STATUSES.has(status)) return null;
+            const message = event.data.message as { content?: string | null } | undefined;
+            return { text: endText(status, message?.content ?? null, null), paused: true };
+          }
+          case 'done': {
+            const status = String(event.data.status);
+            const message = event.data.message as { content?: string | null } | undefined;
+            return { text: endText(status, message?.content ?? null, null), paused: PAUSED_STATUSES.has(status) };
+          }
+          case 'error': {
+            const error = event.data.error as { message?: unknown } | undefined;
+            const text = typeof error?.message === 'string' ? error.message : 'internal error';
+            return { text: `[the reply failed: ${text}]`, paused: false };
+          }
+          case 'tool_call':
+          case 'tool_result':
+            return null;
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,185 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { ConfigError, loadConfig } from '../config/config.load.js';
+import type { Config } from '../config/config.schema.js';
+import { adminTokenPath } from '../security/admin-token.js';
+import { CliError, EXIT, type CliIo } from './io.js';
+
+/** The options every client command takes (DECISIONS §15). */
+export interface ClientOptions {
+  url?: string;
+  token?: string;
+  config?: string;
+}
+
+/** Where a client command talks to, and with which token. */
+export interface ClientTarget {
+  /** Base URL without a trailing slash, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  /** The API prefix, e.g. `/api/v1`. */
+  apiPrefix: string;
+  /** The token, or null (a gateway in auth mode `open` on loopback needs none for api reads). */
+  token: string | null;
+  /** Where the token came from, for messages: `--token`, `GATEHOUSE_TOKEN` or the token file's path. */
+  tokenSource: string | null;
+}
+
+/** Loads the local configuration for a command (`--config`, `GATEHOUSE_CONFIG`, `./gatehouse.yaml`, defaults). */
+export function localConfig(io: CliIo, configFile?: string): { config: Config; configPath: string | null } {
+  try {
+    const loaded = loadConfig({
+      argv: configFile ? ['--config', configFile] : [],
+      env: io.env,
+      cwd: io.cwd,
+      dataDirFallback: true,
+    });
+    return { config: loaded.config, configPath: loaded.configPath };
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.failure);
+    throw err;
+  }
+}
+
+/** The URL a local client reaches a gateway bound to `host:port` at (a wildcard bind is reached on loopback). */
+export function localUrl(config: Config): string {
+  const host = config.gateway.host;
+  const reach = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host;
+  const shown = reach.includes(':') && !reach.startsWith('[') ? `[${reach}]` : reach;
+  return `http://${shown}:${config.gateway.port}`;
+}
+
+/**
+ * Resolves the gateway and the token of a client command: `--url`, else `GATEHOUSE_URL`, else the local
+ * configuration's address; `--token`, else `GATEHOUSE_TOKEN`, else (for a local gateway only) the generated
+ * admin token file in the local data dir.
+ */
+export function resolveTarget(io: CliIo, options: ClientOptions): ClientTarget {
+  const explicitUrl = options.url ?? (io.env.GATEHOUSE_URL || undefined);
+  let config: Config | null = null;
+  const local = (): Config => (config ??= localConfig(io, options.config).config);
+  let url: string;
+  let apiPrefix = '/api/v1';
+  if (explicitUrl) {
+    let parsed: URL;
+    try {
+      parsed = new URL(explicitUrl);
+    } catch {
+      throw new CliError(`--url ${JSON.stringify(explicitUrl)} is not a URL`, EXIT.usage);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new CliError(`--url must be http:// or https://, not ${parsed.protocol}`, EXIT.usage);
+    }
+    url = `${parsed.origin}`;
+    const path = parsed.pathname.replace(/\/+$/, '');
+    if (path !== '') apiPrefix = path;
+  } else {
+    url = localUrl(local());
+    apiPrefix = local().gateway.api_prefix;
+  }
+  if (options.token) return { url, apiPrefix, token: options.token, tokenSource: '--token' };
+  if (io.env.GATEHOUSE_TOKEN) return { url, apiPrefix, token: io.env.GATEHOUSE_TOKEN, tokenSource: 'GATEHOUSE_TOKEN' };
+  if (!explicitUrl) {
+    const path = adminTokenPath(local().data_dir);
+    if (existsSync(path)) {
+      const token = readFileSync(path, 'utf8').trim();
+      if (token) return { url, apiPrefix, token, tokenSource: path };
+    }
+  }
+  return { url, apiPrefix, token: null, tokenSource: null };
+}
+
+/** The error envelope's parts, as far as a client reads them. */
+interface Envelope {
+  error?: { code?: string; message?: string; request_id?: string };
+}
+
+/** An answer of the gateway that is not 2xx, as a readable failure. */
+export class ApiCallError extends CliError {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message, EXIT.failure);
+    this.name = 'ApiCallError';
+  }
+}
+
+/** Options of `callApi`. */
+export interface CallOptions {
+  method?: string;
+  body?: unknown;
+  query?: Record<string, string | number | boolean | undefined>;
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Milliseconds before giving up; default 15 000. */
+  timeoutMs?: number;
+}
+
+/** The headers that carry a target's token. */
+export function authHeaders(target: ClientTarget): Record<string, string> {
+  return target.token ? { authorization: `Bearer ${target.token}` } : {};
+}
+
+/** `<url><api_prefix><path>?<query>`. */
+export function apiUrl(target: ClientTarget, path: string, query: CallOptions['query'] = {}): string {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(query)) if (value !== undefined) search.set(key, String(value));
+  const qs = search.toString();
+  return `${target.url}${target.apiPrefix}${path}${qs ? `?${qs}` : ''}`;
+}
+
+/**
+ * Calls the API and returns the parsed JSON body. A refused connection, a timeout or a non-2xx answer throws a
+ * CliError whose message says what happened and what to try (the envelope's message and request id included).
+ */
+export async function callApi<T = unknown>(target: ClientTarget, path: string, options: CallOptions = {}): Promise<T> {
+  const response = await fetchApi(target, path, options);
+  const text = await response.text();
+  let parsed: unknown = null;
+  if (text) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = null;
+    }
+  }
+  if (!response.ok) {
+    const error = (parsed as Envelope | null)?.error ?? {};
+    const code = error.code ?? `HTTP_${response.status}`;
+    const hint =
+      response.status === 401
+        ? ' (pass --token or set GATEHOUSE_TOKEN)'
+        : response.status === 403
+          ? ' (this needs an admin token)'
+          : '';
+    const requestId = error.request_id ? ` [request ${error.request_id}]` : '';
+    throw new ApiCallError(
+      response.status,
+      code,
+      `${code}: ${error.message ?? response.statusText}${hint}${requestId}`,
+    );
+  }
+  return parsed as T;
+}
+
+/** `fetch` against the API with the token and a timeout; network failures become CliErrors that name the URL. */
+export async function fetchApi(target: ClientTarget, path: string, options: CallOptions = {}): Promise<Response> {
+  const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000);
+  const signal = options.signal ? AbortSignal.any([options.signal, timeout]) : timeout;
+  const headers: Record<string, string> = { ...authHeaders(target), ...options.headers };
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  try {
+    return await fetch(apiUrl(target, path, options.query), { method: options.method ?? 'GET', headers, body, signal });
+  } catch (err) {
+    if (options.signal?.aborted) throw err;
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    const reason = timeout.aborted ? 'timed out' : (cause?.code ?? cause?.message ?? (err as Error).message);
+    throw new CliError(
+      `cannot reach the gateway at ${target.url} (${reason}); is it running? (start it with: gatehouse serve, or pass --url)`,
+    );
+  }
+}

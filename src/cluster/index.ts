@@ -1,0 +1,1 @@
+export { claimInstanceFile, InstanceTakenError, instanceIdOf } from './instance-id.js';

@@ -1,0 +1,513 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { validateConfig, type Config } from '../config/config.schema.js';
+import { nodeFileProbe } from './self-audit.probe.js';
+import {
+  auditConfig,
+  auditDataDir,
+  checkAllowedHosts,
+  checkBind,
+  checkBudget,
+  checkLoopbackTrust,
+  checkOutboundTransport,
+  checkProfile,
+  checkTokenRoles,
+  checkTokens,
+  checkWebhook,
+  FINDINGS,
+  hasCritical,
+  judgeSecret,
+  reportOf,
+  runSelfAudit,
+  type FileProbe,
+  type ProbeEntry,
+  type SecurityFinding,
+} from './self-audit.js';
+import { fingerprintToken } from './tokens.js';
+
+const STRONG = 'Q7v2mK9xR4tLp8sW1zN6bH3cJ5dF0gYe'; // 32 characters, 32 distinct
+const STRONG_ADMIN = 'Zr8Tq2Wv6Xn4Bm1Kc9Hj3Lp5Sd7Fg0Ay';
+
+/** A validated configuration from a partial raw one. */
+function config(raw: Record<string, unknown> = {}): Config {
+  const result = validateConfig({ data_dir: '/srv/gatehouse/data', ...raw });
+  if (!result.ok) throw new Error(JSON.stringify(result.errors));
+  return result.config;
+}
+
+const ids = (findings: SecurityFinding[]): string[] => findings.map((f) => f.id);
+const only = (findings: SecurityFinding[]): SecurityFinding => {
+  expect(findings).toHaveLength(1);
+  return findings[0]!;
+};
+
+describe('the configuration checks', () => {
+  it('find nothing in the defaults (loopback, generated admin token, echo, webhook off)', () => {
+    expect(auditConfig(config())).toEqual([]);
+  });
+
+  it('every finding carries a catalogued id and its title', () => {
+    const findings = auditConfig(
+      config({
+        gateway: { host: '0.0.0.0', auth: { api_tokens: ['secret'], allowed_hosts: ['*'] } },
+        security: { profile: 'minimal' },
+        channels: { webhook: { enabled: true } },
+        provider: { type: 'anthropic', base_url: 'http://10.1.2.3', api_key: 'sk-ant-0123456789' },
+      }),
+    );
+    expect(findings.length).toBeGreaterThan(5);
+    for (const f of findings) {
+      expect(FINDINGS[f.id]).toBe(f.title);
+      expect(f.found.length).toBeGreaterThan(10);
+      expect(f.fix.length).toBeGreaterThan(10);
+    }
+  });
+
+  describe('gateway.bind_public', () => {
+    it.each(['127.0.0.1', '127.8.9.10', 'localhost', '::1', '[::1]'])('is silent on loopback %s', (host) => {
+      expect(checkBind(config({ gateway: { host } }))).toEqual([]);
+    });
+    it.each(['0.0.0.0', '::', '192.168.1.10', 'gatehouse.example.com'])('warns on %s', (host) => {
+      const f = only(checkBind(config({ gateway: { host } })));
+      expect(f).toMatchObject({ id: 'gateway.bind_public', severity: 'warning' });
+      expect(f.found).toContain(JSON.stringify(host));
+    });
+  });
+
+  describe('gateway.allowed_hosts_*', () => {
+    it('is critical off loopback with no allowed_hosts', () => {
+      const f = only(checkAllowedHosts(config({ gateway: { host: '0.0.0.0' } })));
+      expect(f).toMatchObject({ id: 'gateway.allowed_hosts_missing', severity: 'critical' });
+      expect(f.found).toContain('is empty');
+    });
+    it('is critical off loopback when every entry is a wildcard, naming them', () => {
+      const f = only(
+        checkAllowedHosts(config({ gateway: { host: '10.0.0.4', auth: { allowed_hosts: ['*', '0.0.0.0'] } } })),
+      );
+      expect(f).toMatchObject({ id: 'gateway.allowed_hosts_missing', severity: 'critical' });
+      expect(f.found).toContain('"*", "0.0.0.0"');
+    });
+    it('is silent off loopback with exact names, and on loopback without any', () => {
+      expect(
+        checkAllowedHosts(config({ gateway: { host: '0.0.0.0', auth: { allowed_hosts: ['gw.example.com'] } } })),
+      ).toEqual([]);
+      expect(checkAllowedHosts(config())).toEqual([]);
+    });
+    it('notes dropped wildcard entries beside usable ones, and on loopback', () => {
+      const mixed = only(
+        checkAllowedHosts(config({ gateway: { host: '0.0.0.0', auth: { allowed_hosts: ['gw.example.com', '::'] } } })),
+      );
+      expect(mixed).toMatchObject({ id: 'gateway.allowed_hosts_wildcard', severity: 'info' });
+      const loopback = only(checkAllowedHosts(config({ gateway: { auth: { allowed_hosts: ['0.0.0.0'] } } })));
+      expect(loopback).toMatchObject({ id: 'gateway.allowed_hosts_wildcard', severity: 'info' });
+      expect(loopback.found).toContain('loopback names apply');
+    });
+  });
+
+  describe('judgeSecret', () => {
+    it.each([
+      'change-me',
+      'CHANGE_ME',
+      'changeme',
+      'secret',
+      'Secret!',
+      'password',
+      'password123',
+      'test',
+      'test-1',
+      'admin',
+      '12345678',
+      '0123456789',
+      '',
+      '----',
+    ])('calls %j well known', (value) => {
+      expect(judgeSecret(value)).toBe('well_known');
+    });
+    it.each(['abc123-not-long', 'test-api-token-0123456789', 'e2e-api', STRONG.slice(0, 31)])(
+      'calls %j short',
+      (value) => {
+        expect(judgeSecret(value)).toBe('short');
+      },
+    );
+    it.each(['a'.repeat(40), 'ab'.repeat(20), 'abcdefgh'.repeat(5), '0101010101234234234234234234234234'])(
+      'calls %j low in variety',
+      (value) => {
+        expect(judgeSecret(value)).toBe('low_variety');
+      },
+    );
+    it.each([
+      STRONG,
+      'k3N_9fQz-Lr2Vt8WpXa1Yb6Cd0Ee4Gh7Ij5Mo',
+      '5093817264028461937502846193750284619375',
+      'correct horse battery staple forever',
+    ])('accepts %j', (value) => {
+      expect(judgeSecret(value)).toBeNull();
+    });
+  });
+
+  describe('auth.token_*', () => {
+    it('names each weak token by place and fingerprint, never by value, one finding per kind', () => {
+      const tokens = { api_tokens: ['change-me', STRONG, 'x'.repeat(40)], admin_tokens: ['short-admin-token-12345'] };
+      const findings = checkTokens(config({ gateway: { auth: tokens } }));
+      expect(ids(findings)).toEqual(['auth.token_well_known', 'auth.token_short', 'auth.token_low_variety']);
+      const [known, short, variety] = findings;
+      expect(known).toMatchObject({ severity: 'critical' });
+      expect(known!.found).toContain(`gateway.auth.api_tokens[0] (${fingerprintToken('change-me')})`);
+      expect(short).toMatchObject({ severity: 'warning' }); // 23 characters: short, not critically so
+      expect(short!.found).toContain('gateway.auth.admin_tokens[0]');
+      expect(variety).toMatchObject({ severity: 'warning' });
+      expect(variety!.found).toContain('gateway.auth.api_tokens[2]');
+      const text = JSON.stringify(findings);
+      for (const token of [...tokens.api_tokens, ...tokens.admin_tokens]) expect(text).not.toContain(token);
+    });
+    it('is critical for a token under 16 characters', () => {
+      const f = only(checkTokens(config({ gateway: { auth: { api_tokens: ['k3N_9fQz-Lr2'] } } })));
+      expect(f).toMatchObject({ id: 'auth.token_short', severity: 'critical' });
+    });
+    it('is silent for strong tokens', () => {
+      expect(
+        checkTokens(config({ gateway: { auth: { api_tokens: [STRONG], admin_tokens: [STRONG_ADMIN] } } })),
+      ).toEqual([]);
+    });
+  });
+
+  describe('auth.api_token_is_admin and auth.admin_fallback', () => {
+    it('warns when an api token is also an admin token', () => {
+      const f = only(
+        checkTokenRoles(config({ gateway: { auth: { api_tokens: [STRONG_ADMIN, STRONG], admin_tokens: [STRONG] } } })),
+      );
+      expect(f).toMatchObject({ id: 'auth.api_token_is_admin', severity: 'warning' });
+      expect(f.found).toContain(`gateway.auth.api_tokens[1] (${fingerprintToken(STRONG)})`);
+      expect(f.found).not.toContain(STRONG);
+    });
+    it('notes that api tokens are admin when no admin token is configured', () => {
+      const f = only(checkTokenRoles(config({ gateway: { auth: { api_tokens: [STRONG] } } })));
+      expect(f).toMatchObject({ id: 'auth.admin_fallback', severity: 'info' });
+    });
+    it('is silent with separate tokens, or none', () => {
+      expect(
+        checkTokenRoles(config({ gateway: { auth: { api_tokens: [STRONG], admin_tokens: [STRONG_ADMIN] } } })),
+      ).toEqual([]);
+      expect(checkTokenRoles(config())).toEqual([]);
+    });
+  });
+
+  describe('auth.loopback_trust_proxy', () => {
+    const proxied = { host: '127.0.0.1', auth: { allowed_hosts: ['gw.example.com', 'localhost'] } };
+    it('warns when allowed_hosts names a public host of a loopback or wildcard bind', () => {
+      const f = only(checkLoopbackTrust(config({ gateway: proxied })));
+      expect(f).toMatchObject({ id: 'auth.loopback_trust_proxy', severity: 'warning' });
+      expect(f.found).toContain('"gw.example.com"');
+      expect(f.found).not.toContain('localhost');
+      expect(checkLoopbackTrust(config({ gateway: { ...proxied, host: '0.0.0.0' } }))).toHaveLength(1);
+    });
+    it('is silent with loopback_trust off, in mode open, on a specific public address, or without public names', () => {
+      expect(
+        checkLoopbackTrust(config({ gateway: { ...proxied, auth: { ...proxied.auth, loopback_trust: false } } })),
+      ).toEqual([]);
+      expect(checkLoopbackTrust(config({ gateway: { ...proxied, auth: { ...proxied.auth, mode: 'open' } } }))).toEqual(
+        [],
+      );
+      expect(checkLoopbackTrust(config({ gateway: { ...proxied, host: '10.0.0.4' } }))).toEqual([]);
+      expect(checkLoopbackTrust(config({ gateway: { auth: { allowed_hosts: ['localhost', '127.0.0.1'] } } }))).toEqual(
+        [],
+      );
+    });
+  });
+
+  describe('security.profile_minimal', () => {
+    it('is a warning on loopback and critical off it', () => {
+      expect(only(checkProfile(config({ security: { profile: 'minimal' } })))).toMatchObject({
+        id: 'security.profile_minimal',
+        severity: 'warning',
+      });
+      expect(
+        only(checkProfile(config({ security: { profile: 'minimal' }, gateway: { host: '0.0.0.0' } }))).severity,
+      ).toBe('critical');
+      expect(checkProfile(config({ security: { profile: 'extended' } }))).toEqual([]);
+    });
+  });
+
+  describe('webhook.*', () => {
+    const webhook = (extra: Record<string, unknown>) => config({ channels: { webhook: { enabled: true, ...extra } } });
+    it('is silent while the webhook is disabled', () => {
+      expect(checkWebhook(config({ channels: { webhook: { secret: null, host: '0.0.0.0' } } }))).toEqual([]);
+    });
+    it('is critical without a secret on the default 0.0.0.0 bind, which it also reports', () => {
+      const findings = checkWebhook(webhook({}));
+      expect(findings.map((f) => [f.id, f.severity])).toEqual([
+        ['webhook.no_secret', 'critical'],
+        ['webhook.bind_public', 'warning'],
+      ]);
+    });
+    it('warns without a secret on loopback', () => {
+      expect(only(checkWebhook(webhook({ host: '127.0.0.1' })))).toMatchObject({
+        id: 'webhook.no_secret',
+        severity: 'warning',
+      });
+    });
+    it('judges the secret: well known (critical off loopback), short, a short whsec_ key', () => {
+      const known = checkWebhook(webhook({ secret: 'change-me' }));
+      expect(known[0]).toMatchObject({ id: 'webhook.secret_weak', severity: 'critical' });
+      expect(JSON.stringify(known)).not.toContain('change-me');
+      expect(only(checkWebhook(webhook({ host: '127.0.0.1', secret: 'change-me' }))).severity).toBe('warning');
+      expect(only(checkWebhook(webhook({ host: '127.0.0.1', secret: 'k3N_9fQz-Lr2Vt8Wp' }))).severity).toBe('warning');
+      const whsec = only(checkWebhook(webhook({ host: '127.0.0.1', secret: 'whsec_c2hvcnQta2V5' })));
+      expect(whsec.found).toContain('shorter than 24 bytes');
+    });
+    it('is silent for a strong secret on loopback (a whsec_ key of 32 bytes too)', () => {
+      expect(checkWebhook(webhook({ host: '127.0.0.1', secret: STRONG }))).toEqual([]);
+      const key = Buffer.from(STRONG).toString('base64');
+      expect(checkWebhook(webhook({ host: '127.0.0.1', secret: `whsec_${key}` }))).toEqual([]);
+    });
+  });
+
+  describe('provider.plain_http and embeddings.plain_http', () => {
+    it('is critical when an api key crosses plain HTTP off loopback, a warning without a key', () => {
+      const keyed = only(
+        checkOutboundTransport(
+          config({ provider: { type: 'openai', base_url: 'http://10.0.0.5:8000/v1', api_key: 'sk-abcdefabcdef' } }),
+        ),
+      );
+      expect(keyed).toMatchObject({ id: 'provider.plain_http', severity: 'critical' });
+      expect(keyed.found).toContain('10.0.0.5:8000');
+      expect(keyed.found).not.toContain('sk-abcdef');
+      const open = only(checkOutboundTransport(config({ embeddings: { base_url: 'http://embed.lan/v1' } })));
+      expect(open).toMatchObject({ id: 'embeddings.plain_http', severity: 'warning' });
+    });
+    it('is silent for https, loopback, the echo provider and no base_url', () => {
+      for (const base_url of ['https://api.example.com/v1', 'http://127.0.0.1:11434/v1', 'http://[::1]:8000', null]) {
+        expect(checkOutboundTransport(config({ provider: { type: 'openai', base_url, api_key: 'k' } }))).toEqual([]);
+      }
+      expect(checkOutboundTransport(config({ provider: { type: 'echo', base_url: 'http://10.0.0.5' } }))).toEqual([]);
+    });
+  });
+
+  describe('budget.missing', () => {
+    it('warns for OpenAI and Anthropic without a daily budget', () => {
+      expect(only(checkBudget(config({ provider: { type: 'openai' } })))).toMatchObject({
+        id: 'budget.missing',
+        severity: 'warning',
+      });
+      expect(checkBudget(config({ provider: { type: 'anthropic', base_url: 'http://127.0.0.1:9' } }))).toHaveLength(1);
+      expect(
+        checkBudget(config({ provider: { type: 'openai', base_url: 'https://openrouter.ai/api/v1' } })),
+      ).toHaveLength(1);
+    });
+    it('is silent with a budget, for echo, and for an OpenAI-compatible server on loopback', () => {
+      expect(checkBudget(config({ provider: { type: 'openai' }, budget: { daily_usd: 5 } }))).toEqual([]);
+      expect(checkBudget(config({ provider: { type: 'openai' }, budget: { daily_usd: 0 } }))).toEqual([]);
+      expect(checkBudget(config())).toEqual([]);
+      expect(checkBudget(config({ provider: { type: 'openai', base_url: 'http://localhost:11434/v1' } }))).toEqual([]);
+    });
+  });
+});
+
+/** An in-memory tree for the data-dir check: path → entry (and a directory's children). */
+function fakeProbe(
+  tree: Record<string, ProbeEntry & { unreadable?: boolean }>,
+  options: { posixModes?: boolean } = {},
+): FileProbe & { listed: string[] } {
+  const listed: string[] = [];
+  return {
+    posixModes: options.posixModes ?? true,
+    listed,
+    entry: (path) => Promise.resolve(tree[path] ?? null),
+    list: (dir) => {
+      listed.push(dir);
+      if (tree[dir]?.unreadable) return Promise.reject(new Error('EACCES'));
+      const prefix = `${dir}/`;
+      return Promise.resolve(
+        Object.keys(tree)
+          .filter((p) => p.startsWith(prefix) && !p.slice(prefix.length).includes('/'))
+          .map((p) => p.slice(prefix.length)),
+      );
+    },
+    join: (dir, name) => `${dir}/${name}`,
+  };
+}
+
+const dir = (mode: number): ProbeEntry => ({ kind: 'dir', mode });
+const file = (mode: number): ProbeEntry => ({ kind: 'file', mode });
+
+describe('the data-dir check', () => {
+  it('finds nothing in a private data dir', async () => {
+    const probe = fakeProbe({
+      '/d': dir(0o700),
+      '/d/gatehouse.db': file(0o600),
+      '/d/gateway_auth': dir(0o700),
+      '/d/gateway_auth/admin_token': file(0o600),
+    });
+    expect(await auditDataDir('/d', probe)).toEqual([]);
+  });
+
+  it('is critical for a file other users can read through open directories; the group one step milder', async () => {
+    const probe = fakeProbe({
+      '/d': dir(0o755),
+      '/d/gateway_auth': dir(0o755),
+      '/d/gateway_auth/admin_token': file(0o644),
+      '/d/gatehouse.db': file(0o600),
+    });
+    const findings = await auditDataDir('/d', probe);
+    expect(findings.map((f) => [f.id, f.severity])).toEqual([
+      ['data.world_accessible', 'critical'],
+      ['data.group_accessible', 'warning'],
+    ]);
+    expect(findings[0]!.found).toContain('gateway_auth/admin_token (0644: other users may read it)');
+    expect(findings[0]!.found).toContain('the data dir itself (0755: other users may list or enter it)');
+    expect(findings[0]!.found).not.toContain('gatehouse.db (');
+    expect(findings[0]!.fix).toContain('chmod -R o-rwx "/d"');
+  });
+
+  it('is only a warning when other users can list or enter the data dir but read nothing', async () => {
+    const probe = fakeProbe({ '/d': dir(0o701), '/d/gatehouse.db': file(0o600) });
+    expect(only(await auditDataDir('/d', probe))).toMatchObject({ id: 'data.world_accessible', severity: 'warning' });
+  });
+
+  it('calls bits behind a private directory latent (info)', async () => {
+    const probe = fakeProbe({ '/d': dir(0o700), '/d/logs': dir(0o755), '/d/logs/day.jsonl': file(0o644) });
+    const findings = await auditDataDir('/d', probe);
+    expect(findings.map((f) => [f.id, f.severity])).toEqual([
+      ['data.world_accessible', 'info'],
+      ['data.group_accessible', 'info'],
+    ]);
+    expect(findings[0]!.found).toContain('once a directory above lets other users in');
+  });
+
+  it('is critical for a directory other users may write, and a group-writable file is a warning', async () => {
+    const probe = fakeProbe({ '/d': dir(0o703), '/d/gatehouse.db': file(0o620) });
+    const findings = await auditDataDir('/d', probe);
+    expect(findings.map((f) => [f.id, f.severity])).toEqual([
+      ['data.world_accessible', 'critical'],
+      ['data.group_accessible', 'info'], // the group cannot enter /d (no g+x): latent
+    ]);
+  });
+
+  it('does not follow symbolic links and names at most five paths', async () => {
+    const tree: Record<string, ProbeEntry> = { '/d': dir(0o755), '/d/link': { kind: 'symlink', mode: 0o777 } };
+    for (let i = 0; i < 8; i++) tree[`/d/f${i}`] = file(0o604);
+    const probe = fakeProbe(tree);
+    const f = (await auditDataDir('/d', probe))[0]!;
+    expect(f.found).toMatch(/^9 path\(s\)/);
+    expect(f.found).toContain('and 4 more');
+    expect(f.found).not.toContain('link');
+    expect(probe.listed).toEqual(['/d']);
+  });
+
+  it('stops at the entry and depth bounds and says so', async () => {
+    const wide: Record<string, ProbeEntry> = { '/d': dir(0o700) };
+    for (let i = 0; i < 30; i++) wide[`/d/f${i}`] = file(0o600);
+    const byEntries = only(await auditDataDir('/d', fakeProbe(wide), { maxEntries: 10, maxDepth: 6 }));
+    expect(byEntries).toMatchObject({ id: 'data.scan_incomplete', severity: 'info' });
+    expect(byEntries.found).toContain('after 10 entries');
+
+    const deep: Record<string, ProbeEntry> = { '/d': dir(0o700) };
+    let path = '/d';
+    for (let level = 1; level <= 9; level++) deep[(path = `${path}/l${level}`)] = dir(0o700);
+    const probe = fakeProbe(deep);
+    expect(ids(await auditDataDir('/d', probe, { maxEntries: 100, maxDepth: 3 }))).toEqual(['data.scan_incomplete']);
+    expect(probe.listed).toEqual(['/d', '/d/l1', '/d/l1/l2', '/d/l1/l2/l3']);
+    expect(await auditDataDir('/d', fakeProbe(deep), { maxEntries: 100, maxDepth: 9 })).toEqual([]);
+  });
+
+  it('reports unreadable directories, a missing data dir and a platform without POSIX modes', async () => {
+    const unreadable = fakeProbe({ '/d': dir(0o700), '/d/x': { ...dir(0o700), unreadable: true } });
+    expect(only(await auditDataDir('/d', unreadable)).found).toContain('1 path(s) could not be read');
+    expect(only(await auditDataDir('/nope', fakeProbe({})))).toMatchObject({
+      id: 'data.dir_missing',
+      severity: 'info',
+    });
+    expect(only(await auditDataDir('/d', fakeProbe({ '/d': file(0o600) }))).found).toContain('not a directory');
+    const refused: FileProbe = {
+      ...fakeProbe({}),
+      entry: () => Promise.reject(Object.assign(new Error('no'), { code: 'EACCES' })),
+    };
+    expect(only(await auditDataDir('/d', refused))).toMatchObject({ id: 'data.scan_incomplete', severity: 'info' });
+    expect(only(await auditDataDir('/d', fakeProbe({ '/d': dir(0o777) }, { posixModes: false })))).toMatchObject({
+      id: 'data.scan_incomplete',
+      severity: 'info',
+    });
+  });
+
+  describe('on the real file system', () => {
+    let home: string | null = null;
+    afterEach(() => {
+      if (home) rmSync(home, { recursive: true, force: true });
+      home = null;
+    });
+
+    it('reads modes with nodeFileProbe', async () => {
+      home = mkdtempSync(join(tmpdir(), 'gatehouse-audit-'));
+      const data = join(home, 'data');
+      mkdirSync(join(data, 'gateway_auth'), { recursive: true });
+      writeFileSync(join(data, 'gateway_auth', 'admin_token'), 'x');
+      symlinkSync('/etc/passwd', join(data, 'link'));
+      chmodSync(data, 0o700);
+      chmodSync(join(data, 'gateway_auth'), 0o700);
+      chmodSync(join(data, 'gateway_auth', 'admin_token'), 0o600);
+      expect(await auditDataDir(data, nodeFileProbe)).toEqual([]);
+      chmodSync(data, 0o755);
+      chmodSync(join(data, 'gateway_auth'), 0o755);
+      chmodSync(join(data, 'gateway_auth', 'admin_token'), 0o644);
+      const findings = await auditDataDir(data, nodeFileProbe);
+      expect(findings[0]).toMatchObject({ id: 'data.world_accessible', severity: 'critical' });
+      expect(findings[0]!.found).toContain('gateway_auth/admin_token (0644');
+    });
+  });
+});
+
+describe('the report', () => {
+  it('sorts worst first, then by id, and counts each severity', () => {
+    const make = (id: SecurityFinding['id'], severity: SecurityFinding['severity']): SecurityFinding => ({
+      id,
+      severity,
+      title: FINDINGS[id],
+      found: 'x',
+      fix: 'y',
+    });
+    const report = reportOf([
+      make('budget.missing', 'warning'),
+      make('data.dir_missing', 'info'),
+      make('webhook.no_secret', 'critical'),
+      make('auth.token_short', 'warning'),
+    ]);
+    expect(ids(report.findings)).toEqual([
+      'webhook.no_secret',
+      'auth.token_short',
+      'budget.missing',
+      'data.dir_missing',
+    ]);
+    expect(report.summary).toEqual({ critical: 1, warning: 2, info: 1 });
+    expect(hasCritical(report)).toBe(true);
+    expect(hasCritical(reportOf([make('budget.missing', 'warning')]))).toBe(false);
+  });
+
+  it('never carries a configured secret', async () => {
+    const secrets = {
+      api: 'change-me',
+      admin: 'PASSWORD1',
+      webhook: 'Secret-Key',
+      provider: 'sk-provider-abcdefabcdef',
+      embeddings: 'emb-key-abcdefabcdef',
+      storage: 'postgres://u:pg-pass-1234@db/x',
+    };
+    const probe = fakeProbe({ '/d': dir(0o777), '/d/f': file(0o666) });
+    const report = await runSelfAudit(
+      config({
+        data_dir: '/d',
+        gateway: { host: '0.0.0.0', auth: { api_tokens: [secrets.api], admin_tokens: [secrets.admin] } },
+        channels: { webhook: { enabled: true, secret: secrets.webhook } },
+        provider: { type: 'openai', base_url: 'http://10.0.0.5/v1', api_key: secrets.provider },
+        embeddings: { base_url: 'http://10.0.0.6/v1', api_key: secrets.embeddings },
+        storage: { url: secrets.storage },
+      }),
+      probe,
+    );
+    expect(hasCritical(report)).toBe(true);
+    const text = JSON.stringify(report);
+    for (const value of Object.values(secrets)) expect(text).not.toContain(value);
+    expect(text).not.toContain('pg-pass');
+  });
+});

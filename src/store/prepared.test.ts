@@ -1,0 +1,55 @@
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { describeBackends, type TestStore } from '../../test/helpers/stores.js';
+import { prepared } from './prepared.js';
+
+const byKey = prepared((ex, input: { key: string }) =>
+  ex.selectFrom('gateway_meta').select(['key', 'value']).where('key', '=', input.key),
+);
+const upsert = prepared((ex, input: { key: string; value: string; now: string }) =>
+  ex
+    .insertInto('gateway_meta')
+    .values({ key: input.key, value: input.value, updated_at: input.now })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: input.value, updated_at: input.now })),
+);
+/** A fixed `in` list and a limit: constants stay part of the query, inputs change per run. */
+const someOf = prepared((ex, input: { after: string; limit: number }) =>
+  ex
+    .selectFrom('gateway_meta')
+    .select('key')
+    .where('key', 'in', ['a', 'b', 'c'])
+    .where('key', '>', input.after)
+    .orderBy('key')
+    .limit(input.limit),
+);
+
+describeBackends('prepared queries', (backend) => {
+  let t: TestStore;
+  beforeEach(async () => {
+    t = await backend.open();
+  });
+  afterEach(async () => {
+    await t.cleanup();
+  });
+
+  it('run with new values each time, on the database and inside a transaction, with the same compiled text', async () => {
+    const now = new Date().toISOString();
+    await t.store.writer.run(async (trx) => {
+      for (const key of ['a', 'b', 'c', 'd']) await upsert.run(trx, { key, value: `v-${key}`, now });
+    });
+    expect(await byKey.first(t.store.db, { key: 'b' })).toEqual({ key: 'b', value: 'v-b' });
+    expect(await byKey.first(t.store.db, { key: 'zzz' })).toBeUndefined();
+    expect(await upsert.affected(t.store.db, { key: 'b', value: 'again', now })).toBe(1);
+    expect((await byKey.first(t.store.db, { key: 'b' }))?.value).toBe('again');
+    expect((await someOf.rows(t.store.db, { after: '', limit: 2 })).map((r) => r.key)).toEqual(['a', 'b']);
+    expect((await someOf.rows(t.store.db, { after: 'a', limit: 10 })).map((r) => r.key)).toEqual(['b', 'c']);
+    const inside = await t.store.writer.run((trx) => byKey.first(trx, { key: 'd' }));
+    expect(inside?.value).toBe('v-d');
+  });
+
+  it('answers exactly as the same query built each time', async () => {
+    const now = new Date().toISOString();
+    await upsert.run(t.store.db, { key: 'x', value: 'y', now });
+    const built = await t.store.db.selectFrom('gateway_meta').select(['key', 'value']).where('key', '=', 'x').execute();
+    expect(await byKey.rows(t.store.db, { key: 'x' })).toEqual(built);
+  });
+});

@@ -1,0 +1,163 @@
+/**
+ * The OpenAI-compatible API end to end (DECISIONS §13, ADR 0015): the
+ * official `openai` SDK as the client of the built gateway process, which
+ * talks to the fake OpenAI server in this process as its model provider.
+ */
+import OpenAI from 'openai';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { killAllNow } from '../../bench/processes.js';
+import { chatRequests, echoReply, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
+import { API_TOKEN, call, e2eHome, removeE2EHomes, startGateway, type Running } from './helpers.js';
+
+/** A client as users configure it: the gateway's `/v1` and an api token; no retries, so each call is one request. */
+function client(url: string, apiKey = API_TOKEN): OpenAI {
+  return new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0, timeout: 15_000 });
+}
+
+describe('the official openai SDK against a gateway process', () => {
+  let fake: FakeOpenAI;
+  let gateway: Running;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    fake.always(echoReply);
+    gateway = await startGateway(
+      e2eHome(fake, { security: { rate_limits: { read: 100_000, write: 100_000, analytics: 100, lifecycle: 100 } } }),
+    );
+  });
+  afterAll(async () => {
+    killAllNow();
+    removeE2EHomes();
+    await fake.close();
+  });
+  afterEach(() => fake.verify());
+
+  it('lists the gatehouse model', async () => {
+    const models = await client(gateway.url).models.list();
+    expect(models.data.map((m) => m.id)).toEqual(['gatehouse']);
+  });
+
+  it('a plain completion', async () => {
+    fake.enqueue({ content: 'plain answer', usage: { prompt_tokens: 9, completion_tokens: 2 } });
+    const { data, response } = await client(gateway.url)
+      .chat.completions.create({ model: 'gatehouse', messages: [{ role: 'user', content: 'say something' }] })
+      .withResponse();
+    const eventId = response.headers.get('x-gatehouse-event-id');
+    expect(eventId).toMatch(/^evt_/);
+    expect(data.id).toBe(`chatcmpl-${eventId}`);
+    expect(data.model).toBe('gatehouse');
+    expect(data.choices[0]!.message).toMatchObject({ role: 'assistant', content: 'plain answer' });
+    expect(data.choices[0]!.finish_reason).toBe('stop');
+    expect(data.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 2, total_tokens: 11 });
+  });
+
+  it('streaming: the deltas join to the reply and the usage arrives with include_usage', async () => {
+    fake.enqueue({ content: 'streamed reply text', chunks: 4, usage: { prompt_tokens: 6, completion_tokens: 4 } });
+    const stream = await client(gateway.url).chat.completions.create({
+      model: 'gatehouse',
+      messages: [{ role: 'user', content: 'stream please' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    let finish: string | null = null;
+    let usage: OpenAI.CompletionUsage | undefined;
+    let first = true;
+    for await (const chunk of stream) {
+      if (first) expect(chunk.choices[0]?.delta.role).toBe('assistant');
+      first = false;
+      text += chunk.choices[0]?.delta.content ?? '';
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    expect(text).toBe('streamed reply text');
+    expect(finish).toBe('stop');
+    expect(usage).toMatchObject({ prompt_tokens: 6, completion_tokens: 4, total_tokens: 10 });
+  });
+
+  it('a tool call round trip inside the agent: the SDK sees only the final answer', async () => {
+    const before = chatRequests(fake).length;
+    fake.enqueue(
+      { tool_calls: [{ id: 'call_mem', name: 'memory_save', arguments: { content: 'Ada prefers green tea' } }] },
+      { content: 'Noted: green tea.' },
+    );
+    const completion = await client(gateway.url).chat.completions.create({
+      model: 'gatehouse',
+      user: 'ada',
+      messages: [{ role: 'user', content: 'remember that I prefer green tea' }],
+    });
+    expect(completion.choices[0]!.message.content).toBe('Noted: green tea.');
+    expect(completion.choices[0]!.message.tool_calls).toBeUndefined();
+    const calls = chatRequests(fake, before);
+    expect(calls).toHaveLength(2);
+    expect(calls[1]!.messages?.find((m) => m.role === 'tool')).toMatchObject({ tool_call_id: 'call_mem' });
+    const memory = await call<{ items: Array<{ content: string }> }>(gateway.url, 'GET', '/api/v1/memory', {
+      token: API_TOKEN,
+    });
+    expect(memory.status).toBe(200);
+    expect(memory.body.items.map((m) => m.content)).toContain('Ada prefers green tea');
+  });
+
+  it('a keyed retry answers the same completion with one provider call', async () => {
+    const before = chatRequests(fake).length;
+    fake.enqueue({ content: 'answered once' });
+    const sdk = client(gateway.url);
+    const ask = () =>
+      sdk.chat.completions.create(
+        { model: 'gatehouse', messages: [{ role: 'user', content: 'keyed question' }] },
+        { headers: { 'Idempotency-Key': 'sdk-key-1' } },
+      );
+    const first = await ask();
+    const second = await ask();
+    expect(second.id).toBe(first.id);
+    expect(second.choices[0]!.message.content).toBe('answered once');
+    expect(second).toEqual(first);
+    expect(chatRequests(fake, before)).toHaveLength(1);
+  });
+
+  it('a bad token raises AuthenticationError', async () => {
+    const error = await client(gateway.url, 'not-a-token')
+      .chat.completions.create({ model: 'gatehouse', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(OpenAI.AuthenticationError);
+    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).status).toBe(401);
+    expect((error as InstanceType<typeof OpenAI.AuthenticationError>).type).toBe('authentication_error');
+  });
+
+  it('an unknown model raises NotFoundError (model_not_found)', async () => {
+    const error = await client(gateway.url)
+      .chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+  });
+});
+
+describe('rate limits through the SDK', () => {
+  let fake: FakeOpenAI;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    fake.always(echoReply);
+  });
+  afterAll(async () => {
+    killAllNow();
+    removeE2EHomes();
+    await fake.close();
+  });
+
+  it('over the write limit the SDK raises RateLimitError (maxRetries 0)', async () => {
+    const gateway = await startGateway(
+      e2eHome(fake, { security: { rate_limits: { read: 100, write: 1, analytics: 100, lifecycle: 100 } } }),
+    );
+    const sdk = client(gateway.url);
+    const body = { model: 'gatehouse', messages: [{ role: 'user' as const, content: 'one' }] };
+    expect((await sdk.chat.completions.create(body)).choices[0]!.message.content).toBe('fake: one');
+    const error = await sdk.chat.completions.create(body).catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(OpenAI.RateLimitError);
+    const limited = error as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers?.get('retry-after'))).toBeGreaterThan(0);
+    expect(chatRequests(fake)).toHaveLength(1);
+  });
+});

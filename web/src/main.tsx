@@ -1,0 +1,262 @@
+/**
+ * The dashboard's shell (ADR 0020): sign-in with a pasted token or the start-up banner's `#token=` link (moved
+ * into `sessionStorage` and removed from the URL before anything else runs, DECISIONS §14), the role of the
+ * token, the layout (navigation of every route, the page, the notices), the one live WebSocket, and sign-out.
+ *
+ * Role detection asks the API once: `GET /api/v1/logs?limit=1` is admin-only and reads the in-memory log
+ * buffer, so it is the cheapest such call. 200 means `admin`, 403 means `api`, 401 means the token is refused.
+ */
+import { render } from 'preact';
+import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
+import { createGatehouseClient, type GatehouseClient } from '../../client/index.js';
+import { apiError, describeError, type ErrorText } from './errors';
+import { LiveSocket } from './live';
+import type { PageProps } from './page';
+import { routeOf, routes, type PageModule } from './routes';
+import './styles.css';
+
+const TOKEN_KEY = 'gatehouse.token';
+
+/** Moves `#token=…` into sessionStorage and removes it from the address bar and the history entry. */
+function takeFragmentToken(): void {
+  if (!location.hash.includes('token=')) return;
+  const params = new URLSearchParams(location.hash.slice(1));
+  const token = params.get('token');
+  params.delete('token');
+  const rest = params.toString();
+  history.replaceState(history.state, '', location.pathname + location.search + (rest ? `#${rest}` : ''));
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+takeFragmentToken();
+
+type Role = PageProps['role'];
+
+/** Asks the API what `token` may do; throws the envelope's error for a refused token or any other failure. */
+async function detectRole(api: GatehouseClient): Promise<Role> {
+  const { response, error } = await api.GET('/api/v1/logs', { params: { query: { limit: 1 } } });
+  if (response.ok) return 'admin';
+  if (response.status === 403) return 'api';
+  throw apiError(error, response);
+}
+
+interface Notice extends ErrorText {
+  id: number;
+}
+
+/** Follows `location.hash`. */
+function useHash(): string {
+  const [hash, setHash] = useState(location.hash);
+  useEffect(() => {
+    const onChange = () => setHash(location.hash);
+    addEventListener('hashchange', onChange);
+    return () => removeEventListener('hashchange', onChange);
+  }, []);
+  return hash;
+}
+
+/** The sign-in screen: one labelled field and a button; a refused token is said in an alert. */
+function SignIn({ onToken, error, busy }: { onToken: (token: string) => void; error: unknown; busy: boolean }) {
+  const [value, setValue] = useState('');
+  const input = useRef<HTMLInputElement>(null);
+  useEffect(() => input.current?.focus(), [error]);
+  const text = error === undefined ? undefined : describeError(error);
+  return (
+    <main class="signin" id="main">
+      <form
+        class="card signin-card"
+        onSubmit={(event) => {
+          event.preventDefault();
+          if (value.trim()) onToken(value.trim());
+        }}
+      >
+        <h1>Gatehouse</h1>
+        <p>Sign in with an API or admin token. It is kept in this tab only and sent as a header.</p>
+        <label for="token">API token</label>
+        <input
+          id="token"
+          ref={input}
+          type="password"
+          autoComplete="off"
+          spellcheck={false}
+          value={value}
+          onInput={(event) => setValue(event.currentTarget.value)}
+          aria-invalid={text ? true : undefined}
+          aria-describedby={text ? 'signin-error' : undefined}
+        />
+        <button type="submit" disabled={busy || !value.trim()}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+        {text && (
+          <p id="signin-error" class="error-box" role="alert">
+            <strong>{text.code === 'UNAUTHORIZED' ? `Token refused: ${text.message}` : text.message}</strong>
+            {text.requestId && (
+              <span class="request-id">
+                {' '}
+                Request id: <code>{text.requestId}</code>
+              </span>
+            )}
+          </p>
+        )}
+      </form>
+    </main>
+  );
+}
+
+/** Loads and shows the page of the current route; a failed chunk load is reported on the page. */
+function PageHost({ props, name }: { props: PageProps; name: string }) {
+  const [loaded, setLoaded] = useState<{ name: string; module: PageModule } | { name: string; error: unknown }>();
+  useEffect(() => {
+    let live = true;
+    const route = routes.find((r) => r.name === name);
+    if (!route) return;
+    route.load().then(
+      (module) => live && setLoaded({ name, module }),
+      (error: unknown) => live && setLoaded({ name, error }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [name]);
+  if (!loaded || loaded.name !== name) return <p class="loading">Loading…</p>;
+  if ('error' in loaded) {
+    return (
+      <div class="error-box" role="alert">
+        <p>This page could not be loaded: {describeError(loaded.error).message}</p>
+        <p>
+          The gateway may have been updated since this tab opened.{' '}
+          <button type="button" class="secondary" onClick={() => location.reload()}>
+            Reload the dashboard
+          </button>
+        </p>
+      </div>
+    );
+  }
+  const Page = loaded.module.default;
+  return <Page {...props} />;
+}
+
+/** The signed-in layout: header, navigation, the page, and the notices. */
+function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignOut: () => void }) {
+  const hash = useHash();
+  const { route } = routeOf(hash);
+  const [connected, setConnected] = useState(false);
+  const [notices, setNotices] = useState<Notice[]>([]);
+  const nextId = useRef(1);
+  const api = useMemo(() => createGatehouseClient(location.origin, token), [token]);
+  const live = useMemo(
+    () => new LiveSocket({ token, onStatus: setConnected, onRefused: onSignOut }),
+    [token, onSignOut],
+  );
+  useEffect(() => {
+    live.start();
+    return () => live.close();
+  }, [live]);
+  useEffect(() => {
+    document.title = `${route.title} · Gatehouse`;
+  }, [route]);
+
+  const notify = useCallback((error: unknown) => {
+    const id = nextId.current++;
+    setNotices((list) => [...list.slice(-4), { id, ...describeError(error) }]);
+  }, []);
+  const dismiss = (id: number) => setNotices((list) => list.filter((n) => n.id !== id));
+  const props = useMemo<PageProps>(() => ({ api, token, role, live, notify }), [api, token, role, live, notify]);
+
+  return (
+    <div class="shell">
+      <a class="skip" href="#main" onClick={(e) => (e.preventDefault(), document.getElementById('main')?.focus())}>
+        Skip to content
+      </a>
+      <header class="topbar">
+        <span class="brand">Gatehouse</span>
+        <span class={`live-dot ${connected ? 'on' : 'off'}`} role="status">
+          {connected ? 'Live' : 'Offline'}
+        </span>
+        <span class="role" title="The role of the signed-in token">
+          Role: <strong>{role}</strong>
+        </span>
+        <button type="button" class="secondary" onClick={onSignOut}>
+          Sign out
+        </button>
+      </header>
+      <nav class="sidenav" aria-label="Pages">
+        <ul>
+          {routes.map((r) => (
+            <li key={r.name}>
+              <a href={`#/${r.name}`} aria-current={r === route ? 'page' : undefined}>
+                {r.title}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main id="main" tabIndex={-1} class="content">
+        <PageHost props={props} name={route.name} />
+      </main>
+      <section class="notices" aria-label="Notices" aria-live="assertive">
+        {notices.map((n) => (
+          <div key={n.id} class="notice" role="alert">
+            <div>
+              <strong>{n.message}</strong>
+              {n.requestId && (
+                <div class="request-id">
+                  Request id: <code>{n.requestId}</code>
+                </div>
+              )}
+            </div>
+            <button type="button" class="icon" aria-label="Dismiss notice" onClick={() => dismiss(n.id)}>
+              ×
+            </button>
+          </div>
+        ))}
+      </section>
+    </div>
+  );
+}
+
+/** The app: sign-in until a token is accepted, then the layout. */
+function App() {
+  const [token, setToken] = useState(() => sessionStorage.getItem(TOKEN_KEY));
+  const [role, setRole] = useState<Role>();
+  const [error, setError] = useState<unknown>(undefined);
+  const [busy, setBusy] = useState(false);
+
+  const signOut = useCallback(() => {
+    sessionStorage.removeItem(TOKEN_KEY);
+    setToken(null);
+    setRole(undefined);
+  }, []);
+
+  useEffect(() => {
+    if (!token) return;
+    let current = true;
+    setBusy(true);
+    detectRole(createGatehouseClient(location.origin, token)).then(
+      (detected) => {
+        if (!current) return;
+        sessionStorage.setItem(TOKEN_KEY, token);
+        setRole(detected);
+        setError(undefined);
+        setBusy(false);
+      },
+      (failure: unknown) => {
+        if (!current) return;
+        sessionStorage.removeItem(TOKEN_KEY);
+        setToken(null);
+        setError(failure);
+        setBusy(false);
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [token]);
+
+  if (token && role) return <Layout token={token} role={role} onSignOut={signOut} />;
+  if (token) return <p class="loading">Signing in…</p>;
+  return <SignIn onToken={setToken} error={error} busy={busy} />;
+}
+
+const mount = document.getElementById('app');
+if (mount) render(<App />, mount);

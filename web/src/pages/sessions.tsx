@@ -1,0 +1,483 @@
+/**
+ * Sessions (`#/sessions`): the sessions filtered by channel and status, and for the one opened its history and
+ * (admin) its turn ledger. The turn inspector draws a turn's events as a timeline (status changes, tool calls
+ * and results, the reply, timings, the termination reason) from `GET /turns/{id}/events`, and keeps following
+ * a turn still running. Delete (two steps) removes a session. The list and the open session follow the live
+ * `sessions` and `turns` topics.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { TERMINAL, type Turn } from '../api';
+import { describeError, must } from '../errors';
+import type { PageProps } from '../page';
+import { readStream, type StreamEvent } from '../sse';
+import { Badge, Empty, ErrorBox, Time, useLive, useLoad, useThrottled, usd } from '../ui';
+import { Table } from '../ui/table';
+
+type StatusFilter = 'active' | 'archived' | 'all';
+
+/** Milliseconds between two ISO times as text (`1.24 s`), or a dash. */
+function duration(from: string | null | undefined, to: string | null | undefined): string {
+  if (!from || !to) return '—';
+  const ms = new Date(to).getTime() - new Date(from).getTime();
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(2)} s`;
+}
+
+/** One row of the timeline. */
+interface TimelineItem {
+  key: string;
+  label: string;
+  detail?: string;
+  /** When the dashboard received it (events carry no time of their own). */
+  at: string;
+}
+
+/** The turn inspector: the ledger record's timings and the turn's events, followed while it runs. */
+function TurnInspector({
+  eventId,
+  token,
+  api,
+  onClose,
+}: { eventId: string } & Pick<PageProps, 'token' | 'api'> & {
+    onClose: () => void;
+  }) {
+  const record = useLoad(
+    () => must(api.GET('/api/v1/turns/{event_id}', { params: { path: { event_id: eventId } } })),
+    [eventId],
+  );
+  const [items, setItems] = useState<TimelineItem[]>([]);
+  const [reply, setReply] = useState('');
+  const [following, setFollowing] = useState(true);
+  const [streamError, setStreamError] = useState<{ message: string; requestId?: string }>();
+  const heading = useRef<HTMLHeadingElement>(null);
+
+  useEffect(() => heading.current?.focus(), [eventId]);
+  useEffect(() => {
+    const controller = new AbortController();
+    setItems([]);
+    setReply('');
+    setFollowing(true);
+    setStreamError(undefined);
+    let requestId: string | undefined;
+    const add = (event: StreamEvent) => {
+      const data = (event.data ?? {}) as Record<string, unknown>;
+      const at = new Date().toISOString();
+      const key = event.id ?? `${event.event}-${at}`;
+      switch (event.event) {
+        case 'delta':
+          setReply((text) => text + (typeof data.content === 'string' ? data.content : ''));
+          return;
+        case 'status':
+          setItems((list) => [...list, { key, at, label: `Status: ${String(data.status)}` }]);
+          break;
+        case 'tool_call':
+          setItems((list) => [
+            ...list,
+            { key, at, label: `Tool call: ${String(data.name)}`, detail: String(data.arguments) },
+          ]);
+          break;
+        case 'tool_result':
+          setItems((list) => [
+            ...list,
+            {
+              key,
+              at,
+              label: `Tool result: ${String(data.name)}`,
+              detail: typeof data.result === 'string' ? data.result : JSON.stringify(data.result),
+            },
+          ]);
+          break;
+        case 'done': {
+          const cost = (data.cost ?? {}) as { total_usd?: number; input_tokens?: number; output_tokens?: number };
+          setItems((list) => [
+            ...list,
+            {
+              key,
+              at,
+              label: `Done: ${String(data.status)}`,
+              detail: `${cost.input_tokens ?? 0} input + ${cost.output_tokens ?? 0} output tokens, ${usd(cost.total_usd)}`,
+            },
+          ]);
+          break;
+        }
+        case 'error':
+          setItems((list) => [
+            ...list,
+            { key, at, label: `Error: ${String(data.code)}`, detail: String(data.message) },
+          ]);
+          break;
+        default:
+          setItems((list) => [...list, { key, at, label: event.event }]);
+      }
+      if (event.event === 'done' || event.event === 'error' || event.event === 'status') record.reload();
+    };
+    readStream(
+      {
+        path: `/api/v1/turns/${encodeURIComponent(eventId)}/events`,
+        token,
+        signal: controller.signal,
+        onOpen: (rid) => (requestId = rid),
+      },
+      add,
+    ).then(
+      () => {
+        setFollowing(false);
+        record.reload();
+      },
+      (error: unknown) => {
+        if (controller.signal.aborted) return;
+        setFollowing(false);
+        setStreamError({ requestId, ...describeError(error) });
+      },
+    );
+    return () => controller.abort();
+    // `record.reload` is stable.
+  }, [eventId, token]);
+
+  const turn: Turn | undefined = record.data;
+  return (
+    <section class="card" aria-labelledby="inspector-title">
+      <div class="actions spread">
+        <h3 id="inspector-title" tabIndex={-1} ref={heading}>
+          Turn <code>{eventId}</code>
+        </h3>
+        <button type="button" class="secondary" onClick={onClose}>
+          Close inspector
+        </button>
+      </div>
+      {record.error !== undefined && <ErrorBox error={record.error} />}
+      {turn && (
+        <dl class="grid turn-facts">
+          <div>
+            <dt class="muted">Status</dt>
+            <dd>
+              <Badge status={turn.status} /> {following && !TERMINAL.has(turn.status) && <span>(following)</span>}
+            </dd>
+          </div>
+          <div>
+            <dt class="muted">Termination reason</dt>
+            <dd data-field="termination_reason">{turn.termination_reason ?? '—'}</dd>
+          </div>
+          <div>
+            <dt class="muted">Accepted</dt>
+            <dd>
+              <Time iso={turn.accepted_at} />
+            </dd>
+          </div>
+          <div>
+            <dt class="muted">Waited in queue</dt>
+            <dd>{duration(turn.accepted_at, turn.started_at)}</dd>
+          </div>
+          <div>
+            <dt class="muted">Ran for</dt>
+            <dd>{duration(turn.started_at, turn.finished_at)}</dd>
+          </div>
+          <div>
+            <dt class="muted">Current tool</dt>
+            <dd>{turn.current_tool ?? '—'}</dd>
+          </div>
+        </dl>
+      )}
+      {streamError && (
+        <p class="error-box" role="alert">
+          <strong>{streamError.message}</strong>
+          {streamError.requestId && (
+            <span class="request-id">
+              {' '}
+              Request id: <code>{streamError.requestId}</code>
+            </span>
+          )}
+        </p>
+      )}
+      <h4>Timeline</h4>
+      {items.length === 0 && !reply ? (
+        <Empty>{following ? 'Waiting for the first event…' : 'This turn has no events.'}</Empty>
+      ) : (
+        <ol class="timeline" aria-label="Turn events">
+          {turn && (
+            <li>
+              Accepted <Time iso={turn.accepted_at} />
+            </li>
+          )}
+          {turn?.started_at && (
+            <li>
+              Started <Time iso={turn.started_at} /> (after {duration(turn.accepted_at, turn.started_at)})
+            </li>
+          )}
+          {items.map((item) => (
+            <li key={item.key}>
+              <strong>{item.label}</strong>{' '}
+              <span class="muted">
+                received <Time iso={item.at} />
+              </span>
+              {item.detail && <pre>{item.detail}</pre>}
+            </li>
+          ))}
+          {reply && (
+            <li>
+              <strong>Reply</strong>
+              <pre aria-label="Reply text">{reply}</pre>
+            </li>
+          )}
+          {turn?.finished_at && (
+            <li>
+              Finished <Time iso={turn.finished_at} /> ({turn.termination_reason ?? turn.status}, ran{' '}
+              {duration(turn.started_at, turn.finished_at)})
+            </li>
+          )}
+        </ol>
+      )}
+    </section>
+  );
+}
+
+/** The open session: history, turn ledger (admin), delete. */
+function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps; onDeleted: () => void }) {
+  const { api, role, live, notify, token } = props;
+  const history = useLoad(
+    () =>
+      must(
+        api.GET('/api/v1/sessions/{session_id}/history', {
+          params: { path: { session_id: id }, query: { limit: 200 } },
+        }),
+      ),
+    [id],
+  );
+  const turns = useLoad(
+    () =>
+      role === 'admin'
+        ? must(
+            api.GET('/api/v1/sessions/{session_id}/turns', {
+              params: { path: { session_id: id }, query: { limit: 50 } },
+            }),
+          )
+        : Promise.resolve(undefined),
+    [id, role],
+  );
+  const [inspected, setInspected] = useState<string>();
+  const [confirming, setConfirming] = useState(false);
+  useEffect(() => {
+    setInspected(undefined);
+    setConfirming(false);
+  }, [id]);
+
+  const refresh = useThrottled(() => {
+    history.reload();
+    turns.reload();
+  }, 400);
+  useLive(live, ['sessions', 'turns'], (event) => {
+    if (event.topic === 'sessions') {
+      if ((event.data as { id?: unknown }).id === id) refresh();
+    } else if (event.event === 'status' || event.event === 'done' || event.event === 'error') refresh();
+  });
+
+  const remove = async () => {
+    try {
+      await must(api.DELETE('/api/v1/sessions/{session_id}', { params: { path: { session_id: id } } }));
+      onDeleted();
+    } catch (error) {
+      notify(error);
+    }
+  };
+
+  return (
+    <div class="session-detail">
+      <div class="actions spread">
+        <h2>
+          Session <code>{id}</code>
+        </h2>
+        {role === 'admin' &&
+          (confirming ? (
+            <span class="actions">
+              <button type="button" class="danger" onClick={() => void remove()}>
+                Delete for good
+              </button>
+              <button type="button" class="secondary" onClick={() => setConfirming(false)}>
+                Keep it
+              </button>
+            </span>
+          ) : (
+            <button type="button" class="danger" onClick={() => setConfirming(true)}>
+              Delete session
+            </button>
+          ))}
+      </div>
+      <p>
+        <a href={`#/chat?session=${encodeURIComponent(id)}`}>Open in chat</a>
+      </p>
+
+      <h3>History</h3>
+      {history.error !== undefined && <ErrorBox error={history.error} />}
+      <Table
+        rows={history.data?.items}
+        empty="No messages in this session."
+        caption="Messages of the session, oldest first"
+        columns={['When', 'Role', 'Content', 'Turn']}
+        row={(entry) => (
+          <tr key={entry.id}>
+            <td>
+              <Time iso={entry.created_at} />
+            </td>
+            <td>{entry.role === 'tool' ? `tool ${entry.name ?? ''}` : entry.role}</td>
+            <td class="history-content">
+              {entry.content ?? (entry.tool_calls ?? []).map((call) => `${call.name}(${call.arguments})`).join(', ')}
+            </td>
+            <td>
+              {entry.event_id && (
+                <button
+                  type="button"
+                  class="secondary"
+                  aria-label={`Inspect turn ${entry.event_id}`}
+                  onClick={() => setInspected(entry.event_id ?? undefined)}
+                >
+                  Inspect
+                </button>
+              )}
+            </td>
+          </tr>
+        )}
+      />
+
+      <h3>Turns</h3>
+      {role !== 'admin' ? (
+        <p class="muted">The turn ledger needs an admin token; inspect a turn from the history above.</p>
+      ) : (
+        <>
+          {turns.error !== undefined && <ErrorBox error={turns.error} />}
+          <Table
+            rows={turns.data?.items}
+            empty="No turns in this session."
+            caption="Turn ledger, newest first"
+            columns={['Turn', 'Status', 'Accepted', 'Ran for', 'Termination', { label: 'Actions', hidden: true }]}
+            row={(turn) => (
+              <tr key={turn.event_id} class={inspected === turn.event_id ? 'selected' : undefined}>
+                <td>
+                  <code>{turn.event_id}</code>
+                </td>
+                <td>
+                  <Badge status={turn.status} />
+                </td>
+                <td>
+                  <Time iso={turn.accepted_at} />
+                </td>
+                <td>{duration(turn.started_at, turn.finished_at)}</td>
+                <td>{turn.termination_reason ?? '—'}</td>
+                <td>
+                  <button
+                    type="button"
+                    class="secondary"
+                    aria-label={`Inspect turn ${turn.event_id}`}
+                    onClick={() => setInspected(turn.event_id)}
+                  >
+                    Inspect
+                  </button>
+                </td>
+              </tr>
+            )}
+          />
+        </>
+      )}
+      {inspected && (
+        <TurnInspector eventId={inspected} token={token} api={api} onClose={() => setInspected(undefined)} />
+      )}
+    </div>
+  );
+}
+
+export default function SessionsPage(props: PageProps) {
+  const { api, live } = props;
+  const [channel, setChannel] = useState('');
+  const [status, setStatus] = useState<StatusFilter>('active');
+  const [selected, setSelected] = useState<string>();
+  const list = useLoad(
+    () =>
+      must(
+        api.GET('/api/v1/sessions', {
+          params: { query: { limit: 100, status, ...(channel.trim() ? { channel: channel.trim() } : {}) } },
+        }),
+      ),
+    [api, channel, status],
+  );
+  const reload = useThrottled(list.reload, 400);
+  useLive(live, ['sessions'], reload);
+
+  return (
+    <section aria-labelledby="sessions-title">
+      <h1 id="sessions-title">Sessions</h1>
+      <form class="toolbar" role="search" aria-label="Filter sessions" onSubmit={(e) => e.preventDefault()}>
+        <div class="field">
+          <label for="sessions-channel">Channel</label>
+          <input
+            id="sessions-channel"
+            value={channel}
+            placeholder="any"
+            onInput={(event) => setChannel(event.currentTarget.value)}
+          />
+        </div>
+        <div class="field">
+          <label for="sessions-status">Status</label>
+          <select
+            id="sessions-status"
+            value={status}
+            onChange={(event) => setStatus(event.currentTarget.value as StatusFilter)}
+          >
+            <option value="active">active</option>
+            <option value="archived">archived</option>
+            <option value="all">all</option>
+          </select>
+        </div>
+        <span class="muted" role="status">
+          {list.data ? `${list.data.pagination.total} sessions` : 'Loading…'}
+        </span>
+      </form>
+      {list.error !== undefined && <ErrorBox error={list.error} />}
+      <div class="split">
+        <div>
+          <Table
+            rows={list.data?.items}
+            empty="No sessions match these filters."
+            caption="Sessions, most recently active first"
+            columns={['Session', 'Last active', { label: 'Actions', hidden: true }]}
+            row={(session) => (
+              <tr key={session.id} class={selected === session.id ? 'selected' : undefined}>
+                <td class="session-id">
+                  {session.id}
+                  <div class="session-meta muted">
+                    {session.channel} · {session.message_count} {session.message_count === 1 ? 'message' : 'messages'}
+                  </div>
+                </td>
+                <td class="session-active">
+                  <Time iso={session.last_active} />
+                </td>
+                <td>
+                  <button
+                    type="button"
+                    class="secondary"
+                    aria-label={`Open ${session.id}`}
+                    aria-pressed={selected === session.id}
+                    onClick={() => setSelected(session.id)}
+                  >
+                    Open
+                  </button>
+                </td>
+              </tr>
+            )}
+          />
+        </div>
+        <div>
+          {selected ? (
+            <SessionDetail
+              id={selected}
+              props={props}
+              onDeleted={() => {
+                setSelected(undefined);
+                list.reload();
+              }}
+            />
+          ) : (
+            <Empty>Open a session to see its history and turns.</Empty>
+          )}
+        </div>
+      </div>
+    </section>
+  );
+}
