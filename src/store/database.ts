@@ -213,3 +213,22 @@ export interface ClusterCountsTable {
 export interface Database {
   cluster_counts: ClusterCountsTable;
 }
+
+/*
+ * Migration 011_platform_replies: the replies chat-platform channels delivered (DECISIONS §16).
+ */
+
+/** `platform_replies`: a turn whose reply a platform channel posted, with the status it showed. */
+export interface PlatformRepliesTable {
+  event_id: string;
+  /** The channel: `telegram`, `slack`. */
+  platform: string;
+  /** The turn status the reply showed. */
+  status: string;
+  delivered_at: string;
+}
+
+/** `Database` with the table of 011_platform_replies. */
+export interface Database {
+  platform_replies: PlatformRepliesTable;
+}

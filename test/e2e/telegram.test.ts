@@ -41,8 +41,10 @@ const inChat = (telegram: FakeTelegram, chatId: number): SentMessage[] =>
 
 /** Waits for a message to `chatId` whose text includes `text`. */
 function replyIn(telegram: FakeTelegram, chatId: number, text: string): Promise<SentMessage> {
-  return pollUntil(`a reply in ${chatId} with "${text}"`, async () =>
-    inChat(telegram, chatId).find((m) => m.text.includes(text)),
+  return pollUntil(
+    `a reply in ${chatId} with "${text}"`,
+    async () => inChat(telegram, chatId).find((m) => m.text.includes(text)),
+    { describe: () => `the chat holds ${JSON.stringify(inChat(telegram, chatId).map((m) => m.text))}` },
   );
 }
 
@@ -122,6 +124,35 @@ describe('telegram channel in the built server', () => {
         .map((m) => m.messageId)
         .sort(),
     ).toEqual([told.messageId, answered.messageId].sort());
+  });
+
+  it('kill -9 after the outcome, before the reply is posted: the restart posts it once', async () => {
+    const { openai, telegram } = await fakes2();
+    openai.always(echoReply);
+    const h = home(openai, telegram);
+    const first = await startGateway(h);
+    await connected(first);
+    // Telegram holds every send back for a minute, so the reply is still owed when the turn completes.
+    telegram.fail('sendMessage', { status: 429, retryAfter: 60 }, 5);
+    telegram.pushText({ chatId: 25, userId: 1, text: 'answer me once' });
+    await pollUntil('the turn completed', async () =>
+      (await turnsOf(first.url, 25)).some((t) => t.status === 'completed') ? true : undefined,
+    );
+    expect(inChat(telegram, 25)).toHaveLength(0);
+    await stopGateway(first, 'SIGKILL');
+    telegram.releasePolls();
+    telegram.clearFailures(); // Telegram answers again
+
+    const second = await startGateway(h);
+    await connected(second);
+    const reply = await replyIn(telegram, 25, 'fake: answer me once');
+    expect(await turnsOf(second.url, 25)).toHaveLength(1);
+    // Once: a third start owes nothing, and nothing else reaches the chat.
+    await stopGateway(second, 'SIGTERM');
+    const third = await startGateway(h);
+    await connected(third);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(inChat(telegram, 25).map((m) => m.messageId)).toEqual([reply.messageId]);
   });
 
   it('pairing: instructions, /pair <code>, then the lockout after 5 wrong codes', async () => {

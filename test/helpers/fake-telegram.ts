@@ -61,6 +61,8 @@ export interface FakeTelegram {
   redeliver(update: Record<string, unknown>): void;
   /** The next `count` calls of `method` fail with `failure`. */
   fail(method: string, failure: TelegramFailure, count?: number): void;
+  /** Drops every scripted failure not yet used. */
+  clearFailures(): void;
   /** Updates not yet confirmed by an offset. */
   pending(): number;
   /** The highest offset a getUpdates carried (0 when none). */
@@ -323,6 +325,7 @@ export async function startFakeTelegram(options: { token?: string } = {}): Promi
     confirmedOffset: () => confirmed,
     callsOf: (method) => calls.filter((c) => c.method === method),
     releasePolls: wakePolls,
+    clearFailures: () => failures.clear(),
     async close() {
       wakePolls();
       for (const socket of sockets) socket.destroy();

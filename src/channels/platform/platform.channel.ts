@@ -3,9 +3,11 @@ import { ApiError } from '../../http/errors.js';
 import type { Clock } from '../../lib/clock.js';
 import type { Logger } from '../../logs/index.js';
 import type { PairingService } from '../../pairing/index.js';
+import type { Store } from '../../store/index.js';
 import { sessionKeyFor, type Inbound, type MessagePath } from '../../turns/index.js';
 import type { ChannelRegistry } from '../channel-registry.js';
 import type { Channel, ChannelStats } from '../channel.js';
+import { deliveredReplies, type DeliveredReplies } from './platform.delivered.js';
 import { PLATFORM_SOURCE, PlatformReplies } from './platform.replies.js';
 import { backoffMs, pairingText, refusalText, triage } from './platform.rules.js';
 import { PlatformAuthError, type PlatformEvent, type PlatformTransport } from './platform.transport.js';
@@ -30,6 +32,8 @@ export interface PlatformChannelOptions {
   logger: Logger;
   /** Backoff and throttling waits; tests advance them. */
   wait?: Wait;
+  /** Where posted replies are recorded; each start then delivers the ones a dead process still owed. */
+  delivered?: DeliveredReplies;
 }
 
 /**
@@ -43,6 +47,8 @@ export interface PlatformDeps {
   messages: PlatformChannelOptions['messages'];
   pairing: PlatformChannelOptions['pairing'];
   registry: ChannelRegistry;
+  /** The gateway's database: the record of posted replies (`platform_replies`). */
+  store: Pick<Store, 'db'>;
   clock: Clock;
   logger: Logger;
   wait?: Wait;
@@ -91,6 +97,7 @@ export function createPlatformChannel(options: PlatformChannelOptions): Platform
     now: () => clock.now(),
     wait,
     logger: log,
+    ...(options.delivered ? { delivered: options.delivered } : {}),
   });
   // Watching starts at once: turns the message path recovers at start-up reach their chats.
   replies.open();
@@ -240,6 +247,11 @@ export function createPlatformChannel(options: PlatformChannelOptions): Platform
         run = { abort, loop: loop(abort.signal, first) };
         await firstAttempt; // rejects with the first failure; the loop keeps trying
         log.info({}, `${platform} channel connected`);
+        // Replies a dead process owed (its turns settled, their replies never posted) go out now, once.
+        replies.catchUp().then(
+          (owed) => owed > 0 && log.info({ owed }, 'delivering replies owed from before the start'),
+          (err: unknown) => log.warn({ err: reason(err) }, 'owed replies not looked up'),
+        );
       }),
     stop: () =>
       serially(async () => {
@@ -264,5 +276,6 @@ export function platformChannelOf(deps: PlatformDeps, transport: PlatformTranspo
     clock: deps.clock,
     logger: deps.logger,
     ...(deps.wait ? { wait: deps.wait } : {}),
+    delivered: deliveredReplies(deps.store.db, transport.platform, () => new Date(deps.clock.now()).toISOString()),
   });
 }

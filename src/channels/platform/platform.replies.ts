@@ -9,6 +9,7 @@ import {
   type TurnEvent,
   type TurnRecord,
 } from '../../turns/index.js';
+import type { DeliveredReplies } from './platform.delivered.js';
 import { ReplyStream, type ReplyTarget, type Wait } from './reply-stream.js';
 
 /** Replies streaming at once, at most; a turn beyond it is logged and not streamed. */
@@ -17,6 +18,10 @@ export const MAX_ACTIVE_REPLIES = 1000;
 const REMEMBERED = 4096;
 /** Longest one reply is followed; the gateway's own bound on a turn is ten minutes. */
 const FOLLOW_TIMEOUT_MS = 15 * 60_000;
+/** How far back a start looks for turns whose reply was never posted. */
+export const CATCH_UP_MS = 60 * 60_000;
+/** Most owed replies one start delivers. */
+const CATCH_UP_LIMIT = 200;
 
 /** The `source` of a platform message (Telegram, Slack…) in the ledger; its `channel` names the platform. */
 export const PLATFORM_SOURCE: InboundSource = 'platform';
@@ -51,9 +56,18 @@ export interface PlatformRepliesOptions {
   now: () => number;
   wait?: Wait;
   logger: Logger;
+  /** Where delivered replies are recorded, so a start delivers the ones still owed (`catchUp`). */
+  delivered?: DeliveredReplies;
   /** Told of every reply message posted (stats). */
   onReplied?: () => void;
   maxActive?: number;
+}
+
+/** How a reply ends: its last text, whether the turn paused, and the turn status it shows. */
+interface Ending {
+  text: string | null;
+  paused: boolean;
+  status: string;
 }
 
 /** The text a turn's end shows in the chat. */
@@ -147,9 +161,29 @@ export class PlatformReplies {
     await Promise.allSettled([...this.running]);
   }
 
+  /**
+   * Delivers the replies still owed: turns of this platform's chats that
+   * settled or paused within the last hour without their reply being
+   * recorded as posted (the process died in between). Resolves with how
+   * many were found; their replies stream on in the background.
+   */
+  async catchUp(): Promise<number> {
+    const delivered = this.options.delivered;
+    if (!delivered || this.closed) return 0;
+    const since = new Date(this.options.now() - CATCH_UP_MS).toISOString();
+    const owed = await delivered.owed(since, CATCH_UP_LIMIT);
+    for (const id of owed) this.lookUp(id);
+    await delivered.prune(since);
+    return owed.length;
+  }
+
   /** A turn event of any session: a turn of this platform no reply follows yet is looked up once. */
   private onEvent(event: TurnEvent): void {
-    const id = event.eventId;
+    this.lookUp(event.eventId);
+  }
+
+  /** Looks a turn up once and streams its reply when it is this platform's. */
+  private lookUp(id: string): void {
     if (this.closed || this.active.has(id) || this.finished.has(id) || this.notMine.has(id)) return;
     if (this.lookups.has(id) || this.lookups.size >= REMEMBERED) return;
     this.lookups.add(id);
@@ -196,7 +230,7 @@ export class PlatformReplies {
     });
     entry.stream = stream;
     const fromSeq = this.shownSeq.get(eventId) ?? 0;
-    let ended: { text: string | null; paused: boolean } | null = null;
+    let ended: Ending | null = null;
     try {
       const steps = options.messages.follow(eventId, {
         fromSeq,
@@ -215,21 +249,24 @@ export class PlatformReplies {
     if (ended.paused) this.finished.delete(eventId);
     else this.finished.set(eventId, true);
     await stream.finish(ended.text);
+    await options.delivered?.delivered(eventId, ended.status).catch((err: unknown) => {
+      // Unrecorded, the reply may be posted again after a restart: never lost, rarely twice.
+      options.logger.warn(
+        { event_id: eventId, err: err instanceof Error ? err.message : String(err) },
+        'reply not recorded',
+      );
+    });
   }
 
   /** Applies one follow step to the reply; answers how it ends, or null while it goes on. */
-  private apply(
-    step: FollowStep,
-    stream: ReplyStream,
-    eventId: string,
-  ): { text: string | null; paused: boolean } | null {
+  private apply(step: FollowStep, stream: ReplyStream, eventId: string): Ending | null {
     switch (step.kind) {
       case 'timeout':
         return null;
       case 'end': {
         const turn = step.turn;
         const paused = PAUSED_STATUSES.has(turn.status);
-        return { text: endText(turn.status, turnOutcomeMessage(turn).content, turn), paused };
+        return { text: endText(turn.status, turnOutcomeMessage(turn).content, turn), paused, status: turn.status };
       }
       case 'event': {
         const { event } = step;
@@ -242,17 +279,21 @@ export class PlatformReplies {
             const status = String(event.data.status);
             if (!step.live || !PAUSED_STATUSES.has(status)) return null;
             const message = event.data.message as { content?: string | null } | undefined;
-            return { text: endText(status, message?.content ?? null, null), paused: true };
+            return { text: endText(status, message?.content ?? null, null), paused: true, status };
           }
           case 'done': {
             const status = String(event.data.status);
             const message = event.data.message as { content?: string | null } | undefined;
-            return { text: endText(status, message?.content ?? null, null), paused: PAUSED_STATUSES.has(status) };
+            return {
+              text: endText(status, message?.content ?? null, null),
+              paused: PAUSED_STATUSES.has(status),
+              status,
+            };
           }
           case 'error': {
             const error = event.data.error as { message?: unknown } | undefined;
             const text = typeof error?.message === 'string' ? error.message : 'internal error';
-            return { text: `[the reply failed: ${text}]`, paused: false };
+            return { text: `[the reply failed: ${text}]`, paused: false, status: 'failed' };
           }
           case 'tool_call':
           case 'tool_result':

@@ -9,6 +9,7 @@ import { migration007 } from './007_skills.js';
 import { migration008 } from './008_tasks.js';
 import { migration009 } from './009_cron.js';
 import { migration010 } from './010_cluster_counts.js';
+import { migration011 } from './011_platform_replies.js';
 
 export interface CapabilityMigration {
   name: string;
@@ -22,4 +23,5 @@ export const capabilityMigrations: readonly CapabilityMigration[] = [
   migration008,
   migration009,
   migration010,
+  migration011,
 ];

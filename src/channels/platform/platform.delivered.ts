@@ -1,0 +1,70 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../../store/index.js';
+import { PAUSED_STATUSES } from '../../turns/index.js';
+
+/**
+ * The replies a platform channel has delivered (`platform_replies`,
+ * migration 011), and the recent turns of its chats whose reply is still
+ * owed: a process killed after a turn's outcome was written but before its
+ * reply was posted answers it once after the restart (DECISIONS §16).
+ */
+export interface DeliveredReplies {
+  /** Records that the reply of `eventId`, showing `status`, has been posted. */
+  delivered(eventId: string, status: string): Promise<void>;
+  /** The turns of this platform's chats, settled or paused since `sinceIso`, with no reply showing their status. */
+  owed(sinceIso: string, limit: number): Promise<string[]>;
+  /** Forgets the records delivered before `beforeIso` (older than any catch-up looks). */
+  prune(beforeIso: string): Promise<void>;
+}
+
+/** Turn statuses whose reply is final or a pause's question: the ones a reply is owed for. */
+const shownStatuses = (): string[] => ['completed', 'incomplete', 'failed', 'interrupted', ...PAUSED_STATUSES];
+
+/** `DeliveredReplies` of `platform` in the gateway's database. */
+export function deliveredReplies(db: Kysely<Database>, platform: string, now: () => string): DeliveredReplies {
+  // The platform's session keys, `gateway:<platform>:<chat>`, as a range the session index serves.
+  const low = `gateway:${platform}:`;
+  const high = `gateway:${platform};`;
+  const shown = shownStatuses(); // read here: PAUSED_STATUSES is not yet defined while modules load
+  return {
+    async delivered(eventId, status) {
+      await db
+        .insertInto('platform_replies')
+        .values({ event_id: eventId, platform, status, delivered_at: now() })
+        .onConflict((oc) =>
+          oc.column('event_id').doUpdateSet((eb) => ({
+            status: eb.ref('excluded.status'),
+            delivered_at: eb.ref('excluded.delivered_at'),
+          })),
+        )
+        .execute();
+    },
+    async owed(sinceIso, limit) {
+      const rows = await db
+        .selectFrom('turns')
+        .leftJoin('platform_replies', 'platform_replies.event_id', 'turns.event_id')
+        .select('turns.event_id')
+        .where('turns.session_key', '>=', low)
+        .where('turns.session_key', '<', high)
+        .where('turns.status', 'in', shown)
+        .where('turns.updated_at', '>=', sinceIso)
+        .where((eb) =>
+          eb.or([
+            eb('platform_replies.event_id', 'is', null),
+            eb('platform_replies.status', '!=', eb.ref('turns.status')),
+          ]),
+        )
+        .orderBy('turns.seq')
+        .limit(limit)
+        .execute();
+      return rows.map((row) => row.event_id);
+    },
+    async prune(beforeIso) {
+      await db
+        .deleteFrom('platform_replies')
+        .where('platform', '=', platform)
+        .where('delivered_at', '<', beforeIso)
+        .execute();
+    },
+  };
+}
