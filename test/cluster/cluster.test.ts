@@ -142,6 +142,8 @@ function clusterConfig(
     storage: { driver: 'postgres', url: database },
     bus: { driver: server.driver, url: busUrl.toString(), namespace },
     cluster: { takeover_after_ms: takeoverMs },
+    // The load of these tests stays far below the limits; their sharing has its own test (e2e/cluster-limits).
+    security: { rate_limits: { read: 100_000, write: 100_000 } },
   };
 }
 
