@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
@@ -63,6 +63,19 @@ const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'] as const;
 const BACKENDS = ['sqlite', 'postgres'] as const;
 type Backend = (typeof BACKENDS)[number];
 
+/** The local PostgreSQL socket directory of Debian's packages. */
+const PG_SOCKET_DIR = '/var/run/postgresql';
+
+/**
+ * The server of this machine: over its Unix socket when there is one (how a co-located gateway should reach
+ * it: loopback TCP costs the sender the receiver's network stack on every query), else 127.0.0.1:5432.
+ */
+function defaultPgUrl(): string {
+  return existsSync(join(PG_SOCKET_DIR, '.s.PGSQL.5432'))
+    ? `postgres://postgres@localhost:5432/test?host=${PG_SOCKET_DIR}`
+    : 'postgres://postgres@127.0.0.1:5432/test';
+}
+
 /** `BENCH_SCENARIOS=a,d` runs a subset (default: all). */
 function scenarioSet(raw: string | undefined): Set<string> {
   if (raw === undefined || raw.trim() === '') return new Set(SCENARIOS);
@@ -97,7 +110,7 @@ const settings = {
   cpuProfDir: process.env.BENCH_CPU_PROF_DIR?.trim() || undefined,
   scenarios: scenarioSet(process.env.BENCH_SCENARIOS),
   backends: backendList(process.env.BENCH_BACKENDS),
-  pgUrl: process.env.BENCH_PG_URL?.trim() || 'postgres://postgres@127.0.0.1:5432/test',
+  pgUrl: process.env.BENCH_PG_URL?.trim() || defaultPgUrl(),
   redisUrl: process.env.BENCH_REDIS_URL?.trim() || 'redis://127.0.0.1:6379',
 };
 
@@ -946,7 +959,10 @@ async function clusterScenario(backend: Backend, dir: string, storage: Record<st
     scenario('(i)', backend, label, gateways[0]!.child, fullTurns(gateways, turnBodies), {
       model: model.child,
       peers: gateways.slice(1).map((gateway) => gateway.child),
-      notes: [`bus ${bus.driver}; requests alternate between the gateways; CPU/req sums every gateway's CPU.`],
+      notes: [
+        `bus ${bus.driver}; PostgreSQL over ${/[?&]host=\//.test(settings.pgUrl) ? 'its Unix socket' : 'TCP'}; ` +
+          `requests alternate between the gateways; CPU/req sums every gateway's CPU.`,
+      ],
     });
   try {
     const one = await startGateway(join(dir, 'cluster-1'), `gateway [${backend}, cluster of 1]`, storage, provider, {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import type PgModule from 'pg';
 import { errorMessage } from '../errors.js';
 import { guardDialect } from '../guarded-dialect.js';
+import { namingPool } from './named-statements.js';
 
 /** How to reach PostgreSQL. */
 export interface PostgresDialectOptions {
@@ -80,7 +81,7 @@ export function createPostgresDialect(options: PostgresDialectOptions): Dialect 
   pool.on('connect', (client) => {
     client.on('error', onError);
   });
-  return guardDialect(new PostgresDialect({ pool }), isPostgresUnavailable);
+  return guardDialect(new PostgresDialect({ pool: namingPool(pool) }), isPostgresUnavailable);
 }
 
 const parserFor: typeof PgModule.types.getTypeParser = (oid, format) => {
