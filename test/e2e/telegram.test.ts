@@ -99,6 +99,10 @@ describe('telegram channel in the built server', () => {
       const statuses = turns.map((t) => t.status).sort();
       return statuses.length === 2 && statuses[0] === 'accepted' && statuses[1] === 'running' ? true : undefined;
     });
+    // A's call reached the model (and hangs there): the scripted hang is spent before the kill.
+    await pollUntil('A at the model', async () =>
+      openai.requests.some((r) => JSON.stringify(r).includes('first message')) ? true : undefined,
+    );
     expect(inChat(telegram, 20)).toHaveLength(0);
     first.gw.process.kill('SIGKILL');
     await stopGateway(first, 'SIGKILL');
