@@ -257,6 +257,31 @@ describe('ClusterCounts bounds', () => {
     );
   });
 
+  it('an idle process writes nothing between prunes: unchanged gauges wait for the next prune', async () => {
+    const clock = new ManualClock(T0);
+    const run = vi.fn(() => Promise.resolve());
+    const store = { writer: { run }, db: null } as unknown as Store;
+    const logger = { warn: vi.fn(), info: vi.fn() };
+    const counts = new ClusterCounts({ store, instanceId: 'gw', clock, logger, staleMs: STALE_MS });
+    let pending = 2;
+    counts.gauge('webhook_pending', () => pending);
+    await counts.exchange(); // the first exchange prunes and writes the gauge
+    expect(run).toHaveBeenCalledTimes(1);
+    clock.advance(250);
+    await counts.exchange();
+    clock.advance(250);
+    await counts.exchange();
+    expect(run).toHaveBeenCalledTimes(1); // nothing changed, nothing to prune
+    pending = 3;
+    clock.advance(250);
+    await counts.exchange();
+    expect(run).toHaveBeenCalledTimes(2); // the gauge changed
+    clock.advance(5_000);
+    await counts.exchange();
+    expect(run).toHaveBeenCalledTimes(3); // the prune, with every gauge written again
+    await counts.close();
+  });
+
   it('exchanges on an unref-ed timer until closed', async () => {
     const clock = new ManualClock(T0);
     const run = vi.fn(() => Promise.resolve());
@@ -266,6 +291,8 @@ describe('ClusterCounts bounds', () => {
     } as unknown as Store;
     const logger = { warn: vi.fn(), info: vi.fn() };
     const counts = new ClusterCounts({ store, instanceId: 'gw', clock, logger, staleMs: STALE_MS, intervalMs: 5 });
+    let pending = 0;
+    counts.gauge('changing', () => pending++); // a new value each exchange, so each one writes
     counts.start();
     counts.start();
     await vi.waitFor(() => expect(run.mock.calls.length).toBeGreaterThanOrEqual(2));

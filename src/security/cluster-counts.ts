@@ -87,6 +87,8 @@ export class ClusterCounts {
   /** When the others' gauges were last read (ms); their values expire after `staleMs`. */
   private lastReadAt = Number.NEGATIVE_INFINITY;
   private lastPruneAt = Number.NEGATIVE_INFINITY;
+  /** The value of each gauge as last written: unchanged gauges are rewritten only with each prune. */
+  private readonly writtenGauges = new Map<string, number>();
   private failing = false;
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
@@ -193,25 +195,32 @@ export class ClusterCounts {
     // Counts of windows already over need not be told.
     const reports = [...this.dirty.values()].filter((row) => row.windowStart + this.windowMs > now);
     this.dirty = new Map();
-    const gaugeRows: CountRow[] = [...this.gauges].map(([name, gauge]) => ({
-      kind: 'gauge',
-      key: name,
-      windowStart: 0,
-      count: Math.max(0, Math.trunc(gauge.local())),
-    }));
+    const prune = now - this.lastPruneAt >= Math.min(PRUNE_EVERY_MS, this.windowMs);
+    // A gauge is written when it changed, and every one again with each prune (a row another process pruned
+    // while this one looked dead comes back): an idle gateway writes nothing in between.
+    const gaugeRows: CountRow[] = [...this.gauges]
+      .map(([name, gauge]): CountRow => ({
+        kind: 'gauge',
+        key: name,
+        windowStart: 0,
+        count: Math.max(0, Math.trunc(gauge.local())),
+      }))
+      .filter((row) => prune || this.writtenGauges.get(row.key) !== row.count);
     const rows = [...reports, ...gaugeRows];
     const nowIso = isoTime(now);
     const staleBeforeIso = isoTime(now - staleMs);
-    const prune = now - this.lastPruneAt >= Math.min(PRUNE_EVERY_MS, this.windowMs);
     try {
-      await store.writer.run(
-        async (trx) => {
-          if (rows.length > 0) await writeCounts(trx, instanceId, rows, nowIso);
-          // The previous window is kept a while for processes whose clocks lag.
-          if (prune) await pruneCounts(trx, { windowsUpTo: currentStart - 2 * this.windowMs, staleBeforeIso });
-        },
-        { durable: false },
-      );
+      if (rows.length > 0 || prune) {
+        await store.writer.run(
+          async (trx) => {
+            if (rows.length > 0) await writeCounts(trx, instanceId, rows, nowIso);
+            // The previous window is kept a while for processes whose clocks lag.
+            if (prune) await pruneCounts(trx, { windowsUpTo: currentStart - 2 * this.windowMs, staleBeforeIso });
+          },
+          { durable: false },
+        );
+      }
+      for (const row of gaugeRows) this.writtenGauges.set(row.key, row.count);
       if (prune) this.lastPruneAt = now;
       const others = await readOthers(store.db, {
         self: instanceId,
