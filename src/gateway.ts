@@ -269,8 +269,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     isDraining,
   });
   if (clusterCounts) webhook?.sharePending((name, local) => clusterCounts.gauge(name, local));
-  const telegram = addTelegramChannel({ config, messages, pairing, registry: channels, store, clock, logger }); // DECISIONS §16
-  const slack = addSlackChannel({ config, messages, pairing, registry: channels, store, clock, logger }); // DECISIONS §16
+  const telegram = await addTelegramChannel({ config, messages, pairing, registry: channels, store, clock, logger }); // DECISIONS §16
+  const slack = await addSlackChannel({ config, messages, pairing, registry: channels, store, clock, logger }); // DECISIONS §16
   metrics.gauge({
     queueDepth: messages.gauges.queued,
     turnsRunning: messages.gauges.running,

@@ -2,7 +2,7 @@ import { platformChannelOf, type PlatformChannel, type PlatformDeps } from '../p
 import { SLACK } from './slack.event.js';
 import { handleSlackEvents, refuseSlackHeaders } from './slack.events.js';
 import type { SlackEventsEndpoint } from './slack.routes.js';
-import { createSlackTransport, type SlackTransport } from './slack.transport.js';
+import type { SlackTransport } from './slack.transport.js';
 
 /** The Slack channel: a platform channel plus its Events API endpoint. */
 export interface SlackChannel extends PlatformChannel {
@@ -21,12 +21,14 @@ export type SlackChannelOptions = PlatformDeps;
  * over HTTP, which needs `signing_secret` (refused at start without it).
  * The endpoint is served by whoever mounts `events` (see `slack.routes.ts`).
  */
-export function addSlackChannel(options: SlackChannelOptions): SlackChannel | null {
+export async function addSlackChannel(options: SlackChannelOptions): Promise<SlackChannel | null> {
   const config = options.config.channels.slack;
   if (!config.bot_token) {
     if (config.enabled) options.logger.warn({ source: SLACK }, 'slack enabled without a bot token: not started');
     return null;
   }
+  // Slack's clients are loaded only when a bot token is set: a gateway without Slack does not carry them.
+  const { createSlackTransport } = await import('./slack.transport.js');
   const transport = createSlackTransport({
     botToken: config.bot_token,
     appToken: config.app_token,

@@ -1,5 +1,5 @@
 import { platformChannelOf, type PlatformChannel, type PlatformDeps } from '../platform/platform.channel.js';
-import { createTelegramTransport, type TelegramTransport } from './telegram.transport.js';
+import type { TelegramTransport } from './telegram.transport.js';
 import { TELEGRAM } from './telegram.update.js';
 import {
   handleTelegramWebhook,
@@ -39,13 +39,15 @@ export interface TelegramChannelOptions extends PlatformDeps {
  * enabled as configured, when a bot token is set; null (nothing added)
  * without one. Webhook mode without `webhook_secret` is refused at start.
  */
-export function addTelegramChannel(options: TelegramChannelOptions): TelegramChannel | null {
+export async function addTelegramChannel(options: TelegramChannelOptions): Promise<TelegramChannel | null> {
   const config = options.config.channels.telegram;
   if (!config.bot_token) {
     if (config.enabled) options.logger.warn({ source: TELEGRAM }, 'telegram enabled without a bot token: not started');
     return null;
   }
   const log = options.logger.child({ source: TELEGRAM });
+  // grammY is loaded only when a bot token is set: a gateway without Telegram does not carry it in memory.
+  const { createTelegramTransport } = await import('./telegram.transport.js');
   const transport = createTelegramTransport({
     botToken: config.bot_token,
     mode: config.mode,
