@@ -150,25 +150,7 @@ export function getTurn(url: string, eventId: string): Promise<Answer<TurnView>>
 
 export const TERMINAL = new Set(['completed', 'incomplete', 'failed', 'interrupted']);
 
-/**
- * Calls `probe` every `intervalMs` until it returns something other than
- * `undefined`; rejects with `what` (and the last observation) after `timeoutMs`.
- */
-export async function pollUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  options: { timeoutMs?: number; intervalMs?: number; describe?: () => string } = {},
-): Promise<T> {
-  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() >= deadline) {
-      throw new Error(`gave up waiting for ${what}${options.describe ? `: ${options.describe()}` : ''}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, options.intervalMs ?? 100));
-  }
-}
+export { pollUntil } from '../helpers/until.js';
 
 /** Reads an SSE response to its end (bounded) and parses its events; comments are skipped. */
 export async function readSse(
