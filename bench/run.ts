@@ -112,6 +112,8 @@ const settings = {
   backends: backendList(process.env.BENCH_BACKENDS),
   pgUrl: process.env.BENCH_PG_URL?.trim() || defaultPgUrl(),
   redisUrl: process.env.BENCH_REDIS_URL?.trim() || 'redis://127.0.0.1:6379',
+  /** `BENCH_CLUSTER_BUS=local` runs (i) without Redis (its gateways then hear of each other only through the store). */
+  clusterBus: process.env.BENCH_CLUSTER_BUS?.trim() === 'local' ? 'local' : 'redis',
 };
 
 /** The targets (docs: bench/README.md). */
@@ -951,9 +953,10 @@ function reachable(url: string): Promise<boolean> {
 async function clusterScenario(backend: Backend, dir: string, storage: Record<string, unknown>): Promise<void> {
   const model = await startBenchServer('fake OpenAI server', 'fake-openai.js');
   const provider = { type: 'openai', base_url: `${model.url}/v1`, model: 'bench-model' };
-  const bus = (await reachable(settings.redisUrl))
-    ? { driver: 'redis', url: settings.redisUrl, namespace: `bench_${randomBytes(4).toString('hex')}` }
-    : { driver: 'local' };
+  const bus =
+    settings.clusterBus !== 'local' && (await reachable(settings.redisUrl))
+      ? { driver: 'redis', url: settings.redisUrl, namespace: `bench_${randomBytes(4).toString('hex')}` }
+      : { driver: 'local' };
   const turnBodies = Array.from({ length: settings.sessions }, (_, i) => messageBody(`i${i}`));
   const run = (label: string, gateways: Gateway[]) =>
     scenario('(i)', backend, label, gateways[0]!.child, fullTurns(gateways, turnBodies), {

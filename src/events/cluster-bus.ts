@@ -156,6 +156,11 @@ export class ClusterBus {
   private stopBeat: (() => void) | null = null;
   private lost: { reason: string } | null = null;
   private state: 'new' | 'open' | 'closed' = 'new';
+  /**
+   * How this process's own messages begin (`send` writes `v` and `from` first): a server that echoes them
+   * (Redis pub/sub) costs no parse. NATS is asked not to echo (`noEcho`).
+   */
+  private readonly ownPrefix: string;
 
   constructor(private readonly options: ClusterBusOptions) {
     this.instanceId = options.instanceId;
@@ -163,6 +168,7 @@ export class ClusterBus {
     this.shared = this.driver !== 'local';
     this.subjects = busSubjects(options.namespace);
     this.topicBySubject = new Map(TOPICS.map((topic) => [this.subjects.feed(topic), topic]));
+    this.ownPrefix = `{"v":${ENVELOPE_VERSION},"from":${JSON.stringify(this.instanceId)},`;
   }
 
   /** Who receives other processes' messages; those arriving before this is set are dropped. */
@@ -311,7 +317,7 @@ export class ClusterBus {
   /** One message from the adapter: checked, stamped peers refreshed, then handed to its receiver. */
   private take(subject: string, payload: string): void {
     const { observer } = this.options;
-    if (this.state !== 'open') return;
+    if (this.state !== 'open' || payload.startsWith(this.ownPrefix)) return;
     if (this.tooLarge(payload)) {
       observer?.dropped?.('too_large');
       return;

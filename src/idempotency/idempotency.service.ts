@@ -173,7 +173,12 @@ export class Idempotency {
 
   /** In the transaction that ends a turn: the TTL of its records starts now (spec: Limits). */
   async settle(trx: Executor, eventId: string): Promise<void> {
-    await setIdempotencyExpiry(trx, eventId, isoTime(this.options.clock.now() + IDEMPOTENCY_TTL_MS));
+    await setIdempotencyExpiry(trx, eventId, this.settledExpiry());
+  }
+
+  /** When the records of a turn ending now expire (what `settle` writes). */
+  settledExpiry(): string {
+    return isoTime(this.options.clock.now() + IDEMPOTENCY_TTL_MS);
   }
 
   /** Unexpired records as last counted (metrics). */

@@ -9,6 +9,7 @@ export {
   contextMessages,
   ensureSession,
   getSession,
+  messageRow,
   touchSession,
   touchSessionEpoch,
   type ContextEntry,

@@ -273,9 +273,10 @@ export async function appendMessageOnce(ex: Executor, message: MessageRecord): P
   return (await insertMessageOnce.rows(ex, messageRow(message))).length > 0;
 }
 
-type MessageRow = Selectable<MessagesTable>;
+export type MessageRow = Selectable<MessagesTable>;
 
-function messageRow(message: MessageRecord): MessageRow {
+/** A message as its table's row (`tool_calls` as JSON text). */
+export function messageRow(message: MessageRecord): MessageRow {
   return {
     id: message.id,
     session_key: message.sessionKey,

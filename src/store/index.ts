@@ -23,6 +23,6 @@ export { GroupCommit, type GroupCommitOptions, type GroupCommitStats, type Write
 export { heartbeat, liveInstances, liveOwners, registerInstance, removeInstance } from './instances.repo.js';
 export { StoreFaults, type StoreFaultMode } from './guarded-dialect.js';
 export { getMeta, setMeta } from './meta.repo.js';
-export { prepared, PreparedQuery } from './prepared.js';
+export { prepared, preparedSql, PreparedQuery } from './prepared.js';
 export { type Migration } from './migrate.js';
 export { type Store, type StoreDriver, type StoreOptions, createStore, openStore } from './store.js';

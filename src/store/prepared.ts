@@ -1,4 +1,11 @@
-import { CompiledQuery, type Compilable, type Kysely, type QueryResult, type Transaction } from 'kysely';
+import {
+  CompiledQuery,
+  type Compilable,
+  type Kysely,
+  type QueryResult,
+  type RawBuilder,
+  type Transaction,
+} from 'kysely';
 import type { Database } from './database.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`. */
@@ -98,4 +105,17 @@ export function prepared<Input extends object, Row>(
   build: (ex: Executor, input: Input) => Compilable<Row>,
 ): PreparedQuery<Input, Row> {
   return new PreparedQuery(build);
+}
+
+/**
+ * A statement written as SQL (Kysely's `sql` tag) rather than with the
+ * builder, compiled once per database as `prepared` does: for the few
+ * statements of the turn path that fold several writes into one round trip
+ * with constructs the builder does not express (data-modifying CTEs). The
+ * same rule holds: inputs are only interpolated as values.
+ */
+export function preparedSql<Input extends object, Row>(
+  build: (input: Input) => RawBuilder<Row>,
+): PreparedQuery<Input, Row> {
+  return new PreparedQuery((ex, input: Input) => ({ compile: () => build(input).compile(ex) }));
 }

@@ -17,6 +17,7 @@ import type { Store } from '../store/index.js';
 import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
+import { acceptIntoLiveSession } from './turn-path.pg.js';
 import { insertTurn } from './turns.repo.js';
 
 export interface IntakeOptions {
@@ -115,6 +116,17 @@ export class Intake {
         if (keyed) {
           const original = await idempotency.claim(trx, keyed, { eventId, sessionKey: inbound.sessionKey, nowMs });
           if (original) return { created: false as const, original };
+        }
+        if (store.driver === 'postgres') {
+          // A live session's turn in one statement (ADR 0032); anything else takes the general path below.
+          const accepted = await acceptIntoLiveSession(trx, {
+            eventId,
+            sessionKey: inbound.sessionKey,
+            payload,
+            owner: this.options.owner,
+            now,
+          });
+          if (accepted) return { created: true as const, inserted: true, eventId, seq: accepted.seq };
         }
         const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now });
         const insert = () =>

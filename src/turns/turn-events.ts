@@ -1,8 +1,10 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { Logger } from '../logs/index.js';
-import type { Store } from '../store/index.js';
+import type { Transaction } from 'kysely';
+import type { Database, Store } from '../store/index.js';
 import { appendTurnEvent, lastTurnEventSeq, listTurnEvents } from './turn-events.repo.js';
+import { appendTurnEvents } from './turn-path.pg.js';
 
 /** Event names of a turn's stream (DECISIONS §5). */
 export type TurnEventType = 'delta' | 'tool_call' | 'tool_result' | 'status' | 'done' | 'error';
@@ -13,6 +15,15 @@ export interface TurnEvent {
   seq: number;
   type: TurnEventType;
   data: Record<string, unknown>;
+}
+
+/** An event as stored (`turn_events`). */
+interface StoredEvent {
+  eventId: string;
+  seq: number;
+  type: string;
+  data: unknown;
+  now: string;
 }
 
 export type TurnEventListener = (event: TurnEvent) => void;
@@ -39,6 +50,8 @@ export class TurnEventHub {
   private readonly relays = new Set<TurnEventTap>();
   private relayed: Promise<void> = Promise.resolve();
   private pendingWrites = new Set<Promise<unknown>>();
+  /** The write that events published now join: queued in the writer, not yet started. */
+  private filling: { rows: StoredEvent[]; written: Promise<void> } | null = null;
   /** Events not persisted since the last one that was (an outage is logged once, not per event). */
   private unpersisted = 0;
 
@@ -89,30 +102,51 @@ export class TurnEventHub {
     return event;
   }
 
-  /** Stores an event through the writer (committed, not awaited for durability); a failure is logged once per streak. */
+  /**
+   * Stores an event through the writer (committed, not awaited for
+   * durability). Events published while a write waits for its batch join
+   * it: one op, and on PostgreSQL one statement, stores them all. A failure
+   * is logged once per streak.
+   */
   private persist(event: TurnEvent): Promise<unknown> {
     const { eventId, seq, type, data } = event;
-    const now = isoTime(this.options.clock.now());
-    const write = this.options.store.writer
-      .run((trx) => appendTurnEvent(trx, { eventId, seq, type, data, now }), { durable: false })
-      .then(
-        () => {
-          if (this.unpersisted === 0) return;
-          this.options.logger.info({ source: 'turns', lost: this.unpersisted }, 'turn events are persisted again');
-          this.unpersisted = 0;
-        },
-        (err: unknown) => {
-          // Live followers still get it; a replay will miss it. Logged once per streak of failures.
-          if (this.unpersisted++ > 0) return;
-          this.options.logger.warn(
-            { source: 'turns', event_id: eventId, err: (err as Error).message },
-            'turn event not persisted',
-          );
-        },
-      )
-      .finally(() => this.pendingWrites.delete(write));
-    this.pendingWrites.add(write);
-    return write;
+    const row = { eventId, seq, type, data, now: isoTime(this.options.clock.now()) };
+    if (this.filling) {
+      this.filling.rows.push(row);
+      return this.filling.written;
+    }
+    const rows = [row];
+    const { store } = this.options;
+    const op = async (trx: Transaction<Database>): Promise<void> => {
+      // From its first run on, later events start a write of their own (a re-run stores the same rows).
+      if (this.filling?.rows === rows) this.filling = null;
+      if (store.driver === 'postgres') await appendTurnEvents(trx, rows);
+      else for (const each of rows) await appendTurnEvent(trx, each);
+    };
+    const write: Promise<void> = store.writer.run(op, { durable: false }).then(
+      () => {
+        if (this.unpersisted === 0) return;
+        this.options.logger.info({ source: 'turns', lost: this.unpersisted }, 'turn events are persisted again');
+        this.unpersisted = 0;
+      },
+      (err: unknown) => {
+        // Live followers still get them; a replay will miss them. Logged once per streak of failures.
+        const before = this.unpersisted;
+        this.unpersisted += rows.length;
+        if (before > 0) return;
+        this.options.logger.warn(
+          { source: 'turns', event_id: rows[0]!.eventId, events: rows.length, err: (err as Error).message },
+          'turn events not persisted',
+        );
+      },
+    );
+    const tracked = write.finally(() => {
+      this.pendingWrites.delete(tracked);
+      if (this.filling?.rows === rows) this.filling = null;
+    });
+    this.pendingWrites.add(tracked);
+    this.filling = { rows, written: tracked };
+    return tracked;
   }
 
   /**

@@ -35,6 +35,7 @@ import type { InboundPayload } from './inbound.js';
 import type { JobResult, TurnJob } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
 import type { TurnWaiters } from './turn-waiters.js';
+import { claimIfFree, finishHeldTurn, lockSessionForClaim, recordClaimedMessage } from './turn-path.pg.js';
 import { isEmpty, noWrites, storeTurnWrites, type TurnWrites } from './turn-writes.js';
 import {
   claimTurn,
@@ -82,7 +83,7 @@ export interface TurnRunnerOptions {
   /** Context windows kept in memory (only where this process is the database's one writer). */
   contextCache?: ContextCache;
   /** Starts the TTL of a finished turn's idempotency records, in its ledger transaction. */
-  idempotency: Pick<Idempotency, 'settle'>;
+  idempotency: Pick<Idempotency, 'settle' | 'settledExpiry'>;
   clock: Clock;
   ids: IdGenerator;
   logger: Logger;
@@ -374,29 +375,48 @@ export class TurnRunner {
     job: Extract<TurnJob, { kind: 'turn' }>,
   ): Promise<ClaimedStep | 'blocked' | null> {
     const { store, owner } = this.options;
-    const waiting = await waitingTurnsOfSession(store.db, sessionKey);
-    if (waiting.approval) {
-      // A turn awaiting approval blocks the later turns of its session (ADR 0005).
-      const turn = await getTurn(store.db, job.eventId);
-      if (!turn || (turn.status !== 'accepted' && !this.unconfirmed.has(job.eventId))) return null;
-      if (waiting.approval.seq < turn.seq) return 'blocked';
+    const unconfirmed = this.unconfirmed.has(job.eventId);
+    // On PostgreSQL the claim's reads and writes are folded into three statements (ADR 0032).
+    const folded = store.driver === 'postgres' && store.shared && !unconfirmed;
+    let waiting: { approval: TurnRecord | null; clarification: TurnRecord | null } | null = null;
+    if (!folded) {
+      waiting = await waitingTurnsOfSession(store.db, sessionKey);
+      if (waiting.approval) {
+        // A turn awaiting approval blocks the later turns of its session (ADR 0005).
+        const turn = await getTurn(store.db, job.eventId);
+        if (!turn || (turn.status !== 'accepted' && !unconfirmed)) return null;
+        if (waiting.approval.seq < turn.seq) return 'blocked';
+      }
     }
     const now = this.now();
     const userMessageId = this.options.ids.next('msg');
-    const unconfirmed = this.unconfirmed.has(job.eventId);
     // Where durability is a flush apart (SQLite), committed without it: `runTurn` syncs before any effect,
     // reading the conversation meanwhile. Elsewhere (PostgreSQL) the claim's commit is durable itself.
-    let step: ClaimedStep | null | 'claiming' | 'elsewhere';
+    let step: ClaimedStep | null | 'claiming' | 'elsewhere' | 'approval';
     try {
       step = await store.writer.run(
-        async (trx): Promise<ClaimedStep | null | 'claiming' | 'elsewhere'> => {
-          if (store.shared && !unconfirmed) {
-            // One turn of a session at a time, in arrival order, across every process (ADR 0029): the session's
-            // lock (never waited for) orders the claims, and no earlier turn of it may be accepted or running.
-            if (!(await store.tryLock(trx, `session:${sessionKey}`))) return 'claiming';
-            if (await sessionBusyBefore(trx, sessionKey, job.eventId)) return 'elsewhere';
+        async (trx): Promise<ClaimedStep | null | 'claiming' | 'elsewhere' | 'approval'> => {
+          let claimed: TurnRecord | null;
+          let clarification = waiting?.clarification ?? null;
+          if (folded) {
+            const gate = await lockSessionForClaim(trx, { sessionKey, eventId: job.eventId });
+            if (gate.approval && gate.self && gate.approval.seq < gate.self.seq) {
+              return gate.self.status === 'accepted' ? 'approval' : null;
+            }
+            if (!gate.locked) return 'claiming';
+            const claim = await claimIfFree(trx, { sessionKey, eventId: job.eventId, owner, now });
+            if (claim.busy) return 'elsewhere';
+            claimed = claim.claimed;
+            clarification = gate.clarification;
+          } else {
+            if (store.shared && !unconfirmed) {
+              // One turn of a session at a time, in arrival order, across every process (ADR 0029): the session's
+              // lock (never waited for) orders the claims, and no earlier turn of it may be accepted or running.
+              if (!(await store.tryLock(trx, `session:${sessionKey}`))) return 'claiming';
+              if (await sessionBusyBefore(trx, sessionKey, job.eventId)) return 'elsewhere';
+            }
+            claimed = await claimTurn(trx, job.eventId, { owner, now });
           }
-          const claimed = await claimTurn(trx, job.eventId, { owner, now });
           if (!claimed && unconfirmed) {
             // The earlier claim did commit if the turn runs under this owner and nothing runs it.
             const turn = await getTurn(trx, job.eventId);
@@ -412,11 +432,32 @@ export class TurnRunner {
           const payload = claimed.payload as InboundPayload;
           const command = this.commandOf(payload.text);
           if (command) return { kind: 'command', claimed, command };
-          const clarification = waiting.clarification;
           if (clarification && clarification.eventId !== claimed.eventId) {
             // The session's next message answers the question and resumes that turn (DECISIONS §5).
             const resumed = await resumeTurn(trx, clarification.eventId, { from: 'waiting_clarification', owner, now });
             if (resumed) return { kind: 'answer', claimed, resumed, pending: resumed.pending ?? clarification.pending };
+          }
+          const message = {
+            id: userMessageId,
+            sessionKey,
+            role: 'user' as const,
+            content: payload.text,
+            toolCalls: null,
+            toolCallId: null,
+            name: null,
+            eventId: claimed.eventId,
+            createdAt: now,
+          };
+          // The turn's first event rides on its claim (delivered once committed; see `execute`).
+          const event = { type: 'status', data: running() };
+          if (folded) {
+            // The message, its count on the live session and the first event in one statement.
+            let epoch = await recordClaimedMessage(trx, { message, event });
+            if (epoch === null) {
+              await ensureSession(trx, { key: sessionKey, channel: payload.channel, now });
+              epoch = (await recordClaimedMessage(trx, { message, event }))!;
+            }
+            return { kind: 'message', claimed, epoch, statusStored: true };
           }
           // The live session counts the message (one statement); one deleted meanwhile is revived first.
           let epoch = await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 });
@@ -424,20 +465,8 @@ export class TurnRunner {
             await ensureSession(trx, { key: sessionKey, channel: payload.channel, now });
             epoch = (await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 }))!;
           }
-          await appendMessage(trx, {
-            id: userMessageId,
-            sessionKey,
-            contextEpoch: epoch,
-            role: 'user',
-            content: payload.text,
-            toolCalls: null,
-            toolCallId: null,
-            name: null,
-            eventId: claimed.eventId,
-            createdAt: now,
-          });
-          // The turn's first event rides on its claim (delivered once committed; see `execute`).
-          await appendTurnEvent(trx, { eventId: claimed.eventId, seq: 1, type: 'status', data: running(), now });
+          await appendMessage(trx, { ...message, contextEpoch: epoch });
+          await appendTurnEvent(trx, { eventId: claimed.eventId, seq: 1, ...event, now });
           return { kind: 'message', claimed, epoch, statusStored: true };
         },
         { durable: !store.writer.syncsApart },
@@ -448,6 +477,7 @@ export class TurnRunner {
       throw err;
     }
     this.unconfirmed.delete(job.eventId);
+    if (step === 'approval') return 'blocked';
     if (step === 'claiming' || step === 'elsewhere') {
       this.options.onSessionBusy?.(sessionKey, step);
       return 'blocked';
@@ -884,6 +914,26 @@ export class TurnRunner {
         );
       }
       records = await store.writer.run(async (trx) => {
+        if (store.driver === 'postgres' && store.shared && eventIds.length === 1) {
+          // The fence, the outcome and everything it commits in one statement (ADR 0032).
+          const final = finals.get(primary)!;
+          const message = messageView(primary, status, content, messageId, outcome.totals);
+          const ended = await finishHeldTurn(trx, {
+            eventId: primary,
+            owner: this.options.owner,
+            status,
+            response: content,
+            terminationReason: reason,
+            result: error ? { error, message } : { message },
+            messages: writes.messages,
+            usage: writes.usage,
+            idempotencyExpiresAt: this.options.idempotency.settledExpiry(),
+            event: { seq: hub.nextSeq(primary), ...final },
+            now,
+          });
+          if (!ended) throw new TurnTakenOverError(primary);
+          return [ended];
+        }
         await this.fence(trx, eventIds);
         await storeTurnWrites(trx, writes, now);
         const ended: Array<TurnRecord | null> = [];

@@ -531,7 +531,8 @@ export async function holdsTurns(ex: Executor, eventIds: readonly string[], owne
   );
 }
 
-function toTurn(row: Selectable<TurnsTable>): TurnRecord {
+/** A `turns` row as a TurnRecord (JSON columns parsed). */
+export function toTurn(row: Selectable<TurnsTable>): TurnRecord {
   return {
     seq: row.seq,
     eventId: row.event_id,

@@ -1,2 +1,2 @@
 /** Usage: one row per model call (tokens and nano-USD cost), written by the message path, read by analytics. */
-export { recordUsage, recordUsageOnce, spentNanoUsdSince, type UsageInput } from './usage.repo.js';
+export { recordUsage, recordUsageOnce, spentNanoUsdSince, usageRow, type UsageInput } from './usage.repo.js';

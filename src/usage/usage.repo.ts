@@ -30,7 +30,8 @@ export async function recordUsageOnce(ex: Executor, input: UsageInput): Promise<
 
 type UsageRow = Selectable<UsageRecordsTable>;
 
-function usageRow(input: UsageInput): UsageRow {
+/** A usage record as its table's row. */
+export function usageRow(input: UsageInput): UsageRow {
   return {
     id: input.id,
     event_id: input.eventId,

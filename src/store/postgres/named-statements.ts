@@ -12,6 +12,11 @@ const USES_BEFORE_NAMING = 2;
 /** Data statements only: DDL, `set`, transaction control and multi-statement text run as they are. */
 const DATA_STATEMENT = /^\s*(?:select|insert|update|delete|with)\b/i;
 
+/** A `set local` that may ride with the `begin` before it. */
+const SET_LOCAL = /^set local [a-z_]+ = [a-z0-9_]+$/i;
+/** The end of a transaction: of one that sent nothing yet, nothing to send. */
+const END_TRANSACTION = /^(?:commit|rollback)$/i;
+
 /**
  * The names of recurring statements. PostgreSQL parses and plans an unnamed
  * statement on every run; a named one is parsed once per connection, and
@@ -56,20 +61,53 @@ export function namingPool(pool: PgModule.Pool, names = new StatementNames()): P
   return {
     async connect(): Promise<PostgresPoolClient> {
       const client = await pool.connect();
+      // A transaction's `begin` is held back and sent with its next statement when that one is a parameterless
+      // `set local` (one round trip for both); an empty transaction costs none (ADR 0032).
+      let heldBegin = false;
+      const run = <R>(
+        text: string,
+        parameters: ReadonlyArray<unknown> | undefined,
+      ): Promise<PostgresQueryResult<R>> => {
+        const name = names.nameOf(text);
+        const values = parameters as unknown[];
+        return (name === null
+          ? client.query(text, values)
+          : client.query({ name, text, values })) as unknown as Promise<PostgresQueryResult<R>>;
+      };
+      async function afterBegin<R>(text: string, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> {
+        heldBegin = false;
+        if (SET_LOCAL.test(text) && (parameters?.length ?? 0) === 0) {
+          const results = (await client.query(`begin; ${text}`)) as unknown as PostgresQueryResult<R>[];
+          return results[results.length - 1]!;
+        }
+        if (END_TRANSACTION.test(text)) return { command: 'ROLLBACK', rowCount: 0, rows: [] } as never;
+        await client.query('begin');
+        return run<R>(text, parameters);
+      }
       function query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
       function query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
       function query<R>(
         sqlOrCursor: string | PostgresCursor<R>,
         parameters?: ReadonlyArray<unknown>,
       ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
-        if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as never);
-        const name = names.nameOf(sqlOrCursor);
-        const values = parameters as unknown[];
-        return (name === null
-          ? client.query(sqlOrCursor, values)
-          : client.query({ name, text: sqlOrCursor, values })) as unknown as Promise<PostgresQueryResult<R>>;
+        if (typeof sqlOrCursor !== 'string') {
+          if (heldBegin) throw new Error('a cursor cannot open a transaction held back');
+          return client.query(sqlOrCursor as never);
+        }
+        if (heldBegin) return afterBegin<R>(sqlOrCursor, parameters);
+        if (sqlOrCursor === 'begin' && (parameters?.length ?? 0) === 0) {
+          heldBegin = true;
+          return Promise.resolve({ command: 'BEGIN', rowCount: 0, rows: [] } as never);
+        }
+        return run<R>(sqlOrCursor, parameters);
       }
-      return { query, release: () => client.release() };
+      return {
+        query,
+        release: () => {
+          heldBegin = false;
+          client.release();
+        },
+      };
     },
     end: () => pool.end(),
   };
