@@ -91,7 +91,11 @@ export function namingPool(pool: PgModule.Pool, names = new StatementNames()): P
         parameters?: ReadonlyArray<unknown>,
       ): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
         if (typeof sqlOrCursor !== 'string') {
-          if (heldBegin) throw new Error('a cursor cannot open a transaction held back');
+          if (heldBegin) {
+            // The client runs its queries in order: the begin goes out first (its failure fails the cursor's too).
+            heldBegin = false;
+            void client.query('begin').catch(() => undefined);
+          }
           return client.query(sqlOrCursor as never);
         }
         if (heldBegin) return afterBegin<R>(sqlOrCursor, parameters);
