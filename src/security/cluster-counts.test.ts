@@ -158,6 +158,23 @@ describeBackends('cluster-wide counts', (backend) => {
     expect(await a.counts.exchange()).toBe(false); // closed
   });
 
+  it('alone, the timer reads the others every 2 s instead of every exchange; a peer is counted within that', async () => {
+    await removeInstance(t.store.db, 'gw_b');
+    expect(await a.counts.tick()).toBe(true); // reads: nobody else
+    await registerInstance(t.store.db, 'gw_b', isoTime(clock.now()));
+    expect(spend(b, 4)).toBe(4);
+    expect(await b.counts.exchange()).toBe(true);
+    clock.advance(1_000);
+    expect(await a.counts.tick()).toBe(true); // still alone as far as it knows: no read
+    expect(spend(a, 5)).toBe(5);
+    clock.advance(1_000);
+    expect(await a.counts.tick()).toBe(true); // 2 s since the last read: reads, and sees b
+    expect(a.limiter.hit('fp_a', 'lifecycle').allowed).toBe(false);
+    // An explicit exchange always reads.
+    expect(await a.counts.exchange()).toBe(true);
+    expect(a.limiter.hit('fp_b', 'lifecycle').allowed).toBe(true);
+  });
+
   it('the webhook pending bound is shared', async () => {
     a.pending.reserve()!.track('evt_1');
     const inFlight = a.pending.reserve()!; // a reservation holds a slot too

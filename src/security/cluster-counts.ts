@@ -49,6 +49,11 @@ const DEFAULT_MAX_KEYS = 50_000;
 const PRUNE_EVERY_MS = 5_000;
 /** Longest `close()` waits to delete this process's rows. */
 const CLOSE_TIMEOUT_MS = 1_000;
+/**
+ * How often the timer reads the others' counts while the last read found no other process (a gateway alone
+ * on its database): a peer that starts is counted within this time, and a lone gateway reads 4× less.
+ */
+const ALONE_READ_MS = 2_000;
 
 /** Options of {@link ClusterCounts}. */
 export interface ClusterCountsOptions {
@@ -93,6 +98,8 @@ export class ClusterCounts {
   private closed = false;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<boolean> | null = null;
+  /** The last read found no other live process's rows. */
+  private alone = false;
 
   constructor(private readonly options: ClusterCountsOptions) {
     this.windowMs = options.windowMs ?? DEFAULT_WINDOW_MS;
@@ -133,9 +140,21 @@ export class ClusterCounts {
    * when it reached the database, false otherwise (never rejects).
    */
   exchange(): Promise<boolean> {
+    return this.exchangeWith(true);
+  }
+
+  /**
+   * What the timer runs every `intervalMs`: an exchange that, while the last read found no other process,
+   * skips reading until `ALONE_READ_MS` (at most half of `staleMs`) have passed since it.
+   */
+  tick(): Promise<boolean> {
+    return this.exchangeWith(false);
+  }
+
+  private exchangeWith(alwaysRead: boolean): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
     if (this.running) return this.running;
-    const run = this.exchangeOnce().finally(() => {
+    const run = this.exchangeOnce(alwaysRead).finally(() => {
       if (this.running === run) this.running = null;
     });
     this.running = run;
@@ -166,7 +185,7 @@ export class ClusterCounts {
   private schedule(): void {
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.exchange().then(() => {
+      void this.tick().then(() => {
         if (!this.closed && this.timer === null) this.schedule();
       });
     }, this.intervalMs);
@@ -188,7 +207,7 @@ export class ClusterCounts {
     this.dirty.set(id, { kind: 'window', key, windowStart, count });
   }
 
-  private async exchangeOnce(): Promise<boolean> {
+  private async exchangeOnce(alwaysRead: boolean): Promise<boolean> {
     const { store, instanceId, clock, staleMs } = this.options;
     const now = clock.now();
     const currentStart = Math.floor(now / this.windowMs) * this.windowMs;
@@ -222,12 +241,15 @@ export class ClusterCounts {
       }
       for (const row of gaugeRows) this.writtenGauges.set(row.key, row.count);
       if (prune) this.lastPruneAt = now;
+      const readEvery = Math.min(ALONE_READ_MS, staleMs / 2);
+      if (!alwaysRead && this.alone && now - this.lastReadAt < readEvery) return true;
       const others = await readOthers(store.db, {
         self: instanceId,
         windowsAfter: now - this.windowMs,
         staleBeforeIso,
         limit: this.maxKeys + this.gauges.size,
       });
+      this.alone = others.length === 0;
       this.apply(others, now);
       if (this.failing) {
         this.failing = false;
