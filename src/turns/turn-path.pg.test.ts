@@ -115,15 +115,46 @@ describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', 
   it("stores the claim's message and first event on a live session in one statement, nothing on a missing one", async () => {
     await accepted('evt_1');
     const event = { type: 'status', data: { status: 'running' } };
-    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event })).toBeNull();
+    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event, window: 3 })).toBeNull();
     expect(await listTurnEvents(db, 'evt_1', 0, 10)).toEqual([]);
     await ensureSession(db, { key: 's1', channel: 'api', now: NOW });
-    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event })).toBe(0);
+    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event, window: 3 })).toEqual({
+      epoch: 0,
+      window: [{ role: 'user', content: 'hello', toolCalls: null, toolCallId: null, name: null }],
+    });
     expect((await getSession(db, 's1'))!.messageCount).toBe(1);
     expect(await contextMessages(db, 's1', 0, 10)).toMatchObject([{ id: 'msg_evt_1', role: 'user', content: 'hello' }]);
     expect(await listTurnEvents(db, 'evt_1', 0, 10)).toMatchObject([
       { seq: 1, type: 'status', data: { status: 'running' } },
     ]);
+  });
+
+  it("reads the context window with the claim's writes: the newest of the epoch by id, the new message among them", async () => {
+    await ensureSession(db, { key: 's1', channel: 'api', now: NOW });
+    for (const [id, role, epoch] of [
+      ['msg_0', 'user', 0],
+      ['msg_1', 'assistant', 1],
+      ['msg_2', 'user', 1],
+      ['msg_4', 'tool', 1],
+    ] as const) {
+      await sql`insert into messages (id, session_key, context_epoch, role, content, tool_calls, created_at)
+        values (${id}, 's1', ${epoch}, ${role}, ${id}, ${role === 'assistant' ? '[{"id":"c"}]' : null}, ${NOW})`.execute(
+        db,
+      );
+    }
+    await sql`update sessions set context_epoch = 1 where key = 's1'`.execute(db);
+    await accepted('evt_1');
+    const event = { type: 'status', data: { status: 'running' } };
+    const recorded = await recordClaimedMessage(db, { message: userMessage('evt_1', 'msg_3'), event, window: 3 });
+    expect(recorded!.epoch).toBe(1);
+    // Oldest first, by id: msg_1 falls out of a window of 3; msg_4 (a later id) stays after the new msg_3.
+    expect(recorded!.window.map((entry) => entry.content)).toEqual(['msg_2', 'hello', 'msg_4']);
+    const wide = await db.transaction().execute(async (trx) => {
+      await accepted('evt_2');
+      return recordClaimedMessage(trx, { message: userMessage('evt_2', 'msg_5'), event, window: 100 });
+    });
+    expect(wide!.window.map((entry) => entry.content)).toEqual(['msg_1', 'msg_2', 'hello', 'msg_4', 'hello']);
+    expect(wide!.window[0]!.toolCalls).toEqual([{ id: 'c' }]);
   });
 
   it('ends a held turn with its reply, usage, idempotency TTL and final event once; never one held elsewhere', async () => {

@@ -1,5 +1,5 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { messageRow, type MessageRecord } from '../sessions/index.js';
+import { messageRow, type ContextEntry, type MessageRecord } from '../sessions/index.js';
 import { preparedSql, type Database, type TurnsTable } from '../store/index.js';
 import { usageRow, type UsageInput } from '../usage/index.js';
 import { TERMINAL_STATUSES, toTurn, type TerminalTurnStatus, type TurnRecord } from './turns.repo.js';
@@ -136,16 +136,17 @@ const claimFree = preparedSql(
 
 /**
  * The claimed turn's user message and first event (`status` running, number
- * 1), and the session counting the message: one statement. Answers the
- * session's context epoch, or null (nothing written) when the session is
- * missing or deleted.
+ * 1), and the session counting the message: one statement, which also reads
+ * the model's context window (the newest `window` messages of the epoch, the
+ * new one included, oldest first: what `contextChat` answers after it).
+ * Null (nothing written) when the session is missing or deleted.
  */
 export async function recordClaimedMessage(
   ex: Executor,
-  input: { message: Omit<MessageRecord, 'contextEpoch'>; event: { type: string; data: unknown } },
-): Promise<number | null> {
+  input: { message: Omit<MessageRecord, 'contextEpoch'>; event: { type: string; data: unknown }; window: number },
+): Promise<{ epoch: number; window: ContextEntry[] } | null> {
   const { message } = input;
-  const row = await claimedMessage.first(ex, {
+  const rows = await claimedMessage.rows(ex, {
     id: message.id,
     sessionKey: message.sessionKey,
     role: message.role,
@@ -154,8 +155,37 @@ export async function recordClaimedMessage(
     now: message.createdAt,
     type: input.event.type,
     data: JSON.stringify(input.event.data ?? null),
+    limit: input.window,
   });
-  return row ? row.context_epoch : null;
+  if (rows.length === 0) return null;
+  // The statement sees the messages as they were before it: the new one joins the window in id order.
+  const entries = rows
+    .filter((row) => row.id !== null)
+    .map((row) => ({ id: row.id!, entry: contextEntry(row as ContextRow) }));
+  entries.push({
+    id: message.id,
+    entry: { role: message.role, content: message.content, toolCalls: null, toolCallId: null, name: null },
+  });
+  entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return { epoch: rows[0]!.context_epoch, window: entries.slice(-input.window).map((e) => e.entry) };
+}
+
+type ContextRow = {
+  role: string;
+  content: string | null;
+  tool_calls: string | null;
+  tool_call_id: string | null;
+  name: string | null;
+};
+
+function contextEntry(row: ContextRow): ContextEntry {
+  return {
+    role: row.role,
+    content: row.content,
+    toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as unknown[]),
+    toolCallId: row.tool_call_id,
+    name: row.name,
+  };
 }
 
 const claimedMessage = preparedSql(
@@ -168,7 +198,10 @@ const claimedMessage = preparedSql(
     now: string;
     type: string;
     data: string;
-  }) => sql<{ context_epoch: number }>`with s as (
+    limit: number;
+  }) => sql<
+    { context_epoch: number; id: string | null } & { [K in keyof ContextRow]: ContextRow[K] | null }
+  >`with s as (
       update sessions set last_active = ${input.now}::text, message_count = message_count + 1
       where key = ${input.sessionKey}::text and deleted_at is null
       returning context_epoch
@@ -183,7 +216,12 @@ const claimedMessage = preparedSql(
       insert into turn_events (event_id, seq, type, data, created_at)
       select ${input.eventId}::text, 1, ${input.type}::text, ${input.data}::text, ${input.now}::text from s
     )
-    select context_epoch from s`,
+    select s.context_epoch, w.id, w.role, w.content, w.tool_calls, w.tool_call_id, w.name
+    from s left join lateral (
+      select id, role, content, tool_calls, tool_call_id, name from messages
+      where session_key = ${input.sessionKey}::text and context_epoch = s.context_epoch
+      order by id desc limit ${input.limit}::integer
+    ) w on true`,
 );
 
 /**

@@ -194,6 +194,8 @@ type ClaimedStep =
        * a claim taken over from the ledger (its events are counted there).
        */
       statusStored: boolean;
+      /** The context window the claim read with its writes (PostgreSQL, ADR 0032): the first model call's. */
+      window?: ContextEntry[];
     }
   /** A claim whose commit went unconfirmed and whose step cannot be rebuilt from the ledger. */
   | { kind: 'lost'; claimed: TurnRecord };
@@ -350,8 +352,11 @@ export class TurnRunner {
         this.claims.set(job.eventId, step);
         const statusStored = step.statusStored;
         step.statusStored = false; // a retry of this step stores its own `status`
+        const window = step.window;
+        delete step.window; // a retry reads it anew
         const result = await this.execute(step.claimed, [step.claimed.eventId], {
           knownEpoch: step.epoch,
+          ...(window ? { window } : {}),
           retryBeforeEffects: true,
           beforeEffects: durable,
           fresh: statusStored,
@@ -451,13 +456,14 @@ export class TurnRunner {
           // The turn's first event rides on its claim (delivered once committed; see `execute`).
           const event = { type: 'status', data: running() };
           if (folded) {
-            // The message, its count on the live session and the first event in one statement.
-            let epoch = await recordClaimedMessage(trx, { message, event });
-            if (epoch === null) {
+            // The message, its count on the live session, the first event and the context window in one statement.
+            const input = { message, event, window: CONTEXT_WINDOW };
+            let recorded = await recordClaimedMessage(trx, input);
+            if (recorded === null) {
               await ensureSession(trx, { key: sessionKey, channel: payload.channel, now });
-              epoch = (await recordClaimedMessage(trx, { message, event }))!;
+              recorded = (await recordClaimedMessage(trx, input))!;
             }
-            return { kind: 'message', claimed, epoch, statusStored: true };
+            return { kind: 'message', claimed, epoch: recorded.epoch, statusStored: true, window: recorded.window };
           }
           // The live session counts the message (one statement); one deleted meanwhile is revived first.
           let epoch = await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 });
@@ -589,6 +595,8 @@ export class TurnRunner {
       fresh?: boolean;
       /** The claim stored the primary turn's `status` event: only deliver it. */
       statusStored?: boolean;
+      /** The context window read with the claim: the first model call uses it instead of reading it. */
+      window?: ContextEntry[];
     } = {},
   ): Promise<JobResult | 'retry'> {
     const { store, hub, logger, timings } = this.options;
@@ -624,7 +632,7 @@ export class TurnRunner {
             return provider.complete(request);
           },
         };
-        const ports = this.ports(turn, eventIds, epoch, writes);
+        const ports = this.ports(turn, eventIds, epoch, writes, options.window);
         outcome = await runAgent({ ...this.options.agent, provider: tracked }, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {
@@ -659,7 +667,14 @@ export class TurnRunner {
    * tools run, so what was spent is on disk before any tool acts and the next
    * model call reads them back.
    */
-  private ports(turn: TurnRecord, eventIds: string[], epoch: number, writes: TurnWrites): AgentPorts {
+  private ports(
+    turn: TurnRecord,
+    eventIds: string[],
+    epoch: number,
+    writes: TurnWrites,
+    claimWindow?: ContextEntry[],
+  ): AgentPorts {
+    let readWithClaim = claimWindow;
     const { store, hub } = this.options;
     const primary = eventIds[0]!;
     const sessionKey = turn.sessionKey;
@@ -704,7 +719,8 @@ export class TurnRunner {
       loadContext: async () => {
         await flush(); // tool results of the step before
         const cache = this.options.contextCache;
-        let window = cache?.get(sessionKey, epoch);
+        let window = readWithClaim ?? cache?.get(sessionKey, epoch);
+        readWithClaim = undefined; // later steps read what they stored
         if (!window) {
           window = await contextChat(store.db, sessionKey, epoch, CONTEXT_WINDOW);
           cache?.set(sessionKey, epoch, window);
