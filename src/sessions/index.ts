@@ -10,9 +10,11 @@ export {
   ensureSession,
   getSession,
   messageRow,
+  toContextEntry,
   touchSession,
   touchSessionEpoch,
   type ContextEntry,
+  type ContextRow,
   type MessageRecord,
   type SessionRecord,
 } from './sessions.repo.js';

@@ -357,17 +357,22 @@ const contextColumns = prepared((ex, input: { key: string; epoch: number; limit:
 export async function contextChat(ex: Executor, key: string, epoch: number, limit: number): Promise<ContextEntry[]> {
   const rows = await contextColumns.rows(ex, { key, epoch, limit });
   const out: ContextEntry[] = new Array<ContextEntry>(rows.length);
-  for (let i = rows.length - 1, j = 0; i >= 0; i--, j++) {
-    const row = rows[i]!;
-    out[j] = {
-      role: row.role,
-      content: row.content,
-      toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as unknown[]),
-      toolCallId: row.tool_call_id,
-      name: row.name,
-    };
-  }
+  for (let i = rows.length - 1, j = 0; i >= 0; i--, j++) out[j] = toContextEntry(rows[i]!);
   return out;
+}
+
+/** The columns of a message the model's context needs, as stored. */
+export type ContextRow = Pick<MessageRow, 'role' | 'content' | 'tool_calls' | 'tool_call_id' | 'name'>;
+
+/** A stored message as a context entry (`tool_calls` parsed). */
+export function toContextEntry(row: ContextRow): ContextEntry {
+  return {
+    role: row.role,
+    content: row.content,
+    toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as unknown[]),
+    toolCallId: row.tool_call_id,
+    name: row.name,
+  };
 }
 
 /**

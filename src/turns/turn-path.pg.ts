@@ -1,5 +1,11 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
-import { messageRow, type ContextEntry, type MessageRecord } from '../sessions/index.js';
+import {
+  messageRow,
+  toContextEntry,
+  type ContextEntry,
+  type ContextRow,
+  type MessageRecord,
+} from '../sessions/index.js';
 import { preparedSql, type Database, type TurnsTable } from '../store/index.js';
 import { usageRow, type UsageInput } from '../usage/index.js';
 import { TERMINAL_STATUSES, toTurn, type TerminalTurnStatus, type TurnRecord } from './turns.repo.js';
@@ -161,31 +167,13 @@ export async function recordClaimedMessage(
   // The statement sees the messages as they were before it: the new one joins the window in id order.
   const entries = rows
     .filter((row) => row.id !== null)
-    .map((row) => ({ id: row.id!, entry: contextEntry(row as ContextRow) }));
+    .map((row) => ({ id: row.id!, entry: toContextEntry(row as ContextRow) }));
   entries.push({
     id: message.id,
     entry: { role: message.role, content: message.content, toolCalls: null, toolCallId: null, name: null },
   });
   entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return { epoch: rows[0]!.context_epoch, window: entries.slice(-input.window).map((e) => e.entry) };
-}
-
-type ContextRow = {
-  role: string;
-  content: string | null;
-  tool_calls: string | null;
-  tool_call_id: string | null;
-  name: string | null;
-};
-
-function contextEntry(row: ContextRow): ContextEntry {
-  return {
-    role: row.role,
-    content: row.content,
-    toolCalls: row.tool_calls === null ? null : (JSON.parse(row.tool_calls) as unknown[]),
-    toolCallId: row.tool_call_id,
-    name: row.name,
-  };
 }
 
 const claimedMessage = preparedSql(

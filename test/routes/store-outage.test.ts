@@ -47,6 +47,12 @@ async function turnOf(h: Harness, eventId: string): Promise<TurnView | null> {
 }
 
 /** Waits until every turn is terminal (reading the ledger through the API); answers the records. */
+/** The visible history of the API session of `chat`, oldest first. */
+async function historyOf(h: Harness, chat: string): Promise<Array<{ role: string; content: string }>> {
+  const history = await h.adminGet(`/api/v1/sessions/${encodeURIComponent(`gateway:api:${chat}`)}/history`);
+  return history.json<{ items: Array<{ role: string; content: string }> }>().items;
+}
+
 async function allTerminal(h: Harness, eventIds: string[], timeoutMs: number): Promise<Map<string, TurnView>> {
   const seen = new Map<string, TurnView>();
   await until(
@@ -171,8 +177,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       expect(Object.fromEntries(callsPerText(h))).toEqual({ a: 1, b: 1, c: 1 });
       expect(modelOrder(h).indexOf('b')).toBeGreaterThan(modelOrder(h).indexOf('a'));
       expect(healMs).toBeLessThan(5_000);
-      const history = await h.adminGet(`/api/v1/sessions/${encodeURIComponent('gateway:api:c1')}/history`);
-      const items = history.json<{ items: Array<{ role: string; content: string }> }>().items;
+      const items = await historyOf(h, 'c1');
       expect(items.map((m) => `${m.role}:${m.content}`)).toEqual([
         'user:a',
         'assistant:fake: a',
@@ -247,8 +252,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         const turns = await allTerminal(h, [id], 5_000);
         expect(turns.get(id)?.status).toBe('completed');
         expect(callsPerText(h).get('early')).toBe(1);
-        const history = await h.adminGet(`/api/v1/sessions/${encodeURIComponent('gateway:api:c1')}/history`);
-        const roles = history.json<{ items: Array<{ role: string; content: string }> }>().items.map((m) => m.role);
+        const roles = (await historyOf(h, 'c1')).map((m) => m.role);
         expect(roles).toEqual(['user', 'assistant']);
         await settled(h);
       },
@@ -265,8 +269,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
         expect(turns.get(id)?.status).toBe('completed');
         expect(callsPerText(h).get('early')).toBe(1);
         faults.heal();
-        const history = await h.adminGet(`/api/v1/sessions/${encodeURIComponent('gateway:api:c1')}/history`);
-        const roles = history.json<{ items: Array<{ role: string; content: string }> }>().items.map((m) => m.role);
+        const roles = (await historyOf(h, 'c1')).map((m) => m.role);
         expect(roles).toEqual(['user', 'assistant']);
         await settled(h);
       },
@@ -283,8 +286,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       const turns = await allTerminal(h, [g, m1], 10_000);
       expect(turns.get(m1)?.status).toBe('completed');
       expect(callsPerText(h).get('m1')).toBe(1);
-      const history = await h.adminGet(`/api/v1/sessions/${encodeURIComponent('gateway:api:c1')}/history`);
-      const items = history.json<{ items: Array<{ role: string; content: string }> }>().items;
+      const items = await historyOf(h, 'c1');
       expect(items.filter((m) => m.role === 'user').map((m) => m.content)).toEqual(['m1']);
       await settled(h);
     });
