@@ -84,13 +84,15 @@ export interface SequentialResult {
 }
 
 /**
- * Sends `request(n)` one after the other: `warmup` requests, then as many as
- * fit in `seconds` (at most `maxRequests`). `onWindowStart`/`onWindowEnd`
- * bracket the measured requests (CPU readings).
+ * Sends `request(n)` one after the other: `warmup` requests (or as many as fit
+ * in `warmupMaxSeconds`), then as many as fit in `seconds` (at most
+ * `maxRequests`). `onWindowStart`/`onWindowEnd` bracket the measured requests
+ * (CPU readings).
  */
 export async function sequential(options: {
   url: string;
   warmup: number;
+  warmupMaxSeconds?: number;
   seconds: number;
   maxRequests: number;
   expectStatus: number;
@@ -135,7 +137,8 @@ export async function sequential(options: {
     }
   };
   try {
-    for (let i = 0; i < options.warmup; i++) await one(false);
+    const warmupEnd = performance.now() + (options.warmupMaxSeconds ?? Infinity) * 1000;
+    for (let i = 0; i < options.warmup && performance.now() < warmupEnd; i++) await one(false);
     options.onWindowStart?.();
     const t0 = performance.now();
     const end = t0 + options.seconds * 1000;

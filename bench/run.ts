@@ -101,6 +101,8 @@ function backendList(raw: string | undefined): Backend[] {
 const settings = {
   seconds: envNumber('BENCH_SECONDS', 5, false),
   warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, false),
+  /** Requests before a single-user window (at most 15 s of them): V8 is still optimizing the turn path for the first thousand or so turns. */
+  singleUserWarmup: envNumber('BENCH_SINGLE_USER_WARMUP', 2000, true),
   ackConcurrency: envNumber('BENCH_ACK_CONCURRENCY', 50, true),
   concurrency: envNumber('BENCH_CONCURRENCY', 32, true),
   sessions: envNumber('BENCH_SESSIONS', 64, true),
@@ -468,12 +470,15 @@ async function singleUser(
   gateway: Gateway,
   chatPrefix: string,
 ): Promise<Breakdown> {
-  progress(`${id} ${label} [${backend}]: one request at a time for ${settings.seconds} s…`);
+  progress(
+    `${id} ${label} [${backend}]: ${settings.singleUserWarmup} requests (at most 15 s) warm-up, then one request at a time for ${settings.seconds} s…`,
+  );
   const window = new Window(gateway.child);
   const bodies = Array.from({ length: settings.sessions }, (_, i) => messageBody(`${chatPrefix}${i}`));
   const run = await sequential({
     url: gateway.url,
-    warmup: 50,
+    warmup: settings.singleUserWarmup,
+    warmupMaxSeconds: 15,
     seconds: settings.seconds,
     maxRequests: settings.maxRequests,
     expectStatus: 200,

@@ -7,6 +7,7 @@ import type {
   QueryResult,
   TransactionSettings,
 } from 'kysely';
+import { wrapDirectLane } from './direct-lane.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
 
 /** True when a driver error means the database cannot be reached or cannot write, not that the statement was wrong. */
@@ -32,6 +33,7 @@ export async function closeGuardedDialect(dialect: Dialect): Promise<void> {
  * Everything else passes through untouched.
  */
 export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): Dialect {
+  const map = (error: unknown): unknown => (isUnavailable(error) ? toUnavailable(error) : error);
   const guarded: Dialect = {
     createDriver: () => {
       const driver = new GuardedDriver(dialect.createDriver(), isUnavailable);
@@ -39,7 +41,19 @@ export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): 
       return driver;
     },
     createQueryCompiler: () => dialect.createQueryCompiler(),
-    createAdapter: () => dialect.createAdapter(),
+    createAdapter: () => {
+      const adapter = dialect.createAdapter();
+      wrapDirectLane(adapter, (inner) => ({
+        run<R>(sql: string, parameters: readonly unknown[], inTransaction: boolean) {
+          try {
+            return inner.run<R>(sql, parameters, inTransaction);
+          } catch (error) {
+            throw map(error);
+          }
+        },
+      }));
+      return adapter;
+    },
     createIntrospector: (db) => dialect.createIntrospector(db),
   };
   driversOf.set(guarded, []);
@@ -247,7 +261,20 @@ export function faultDialect(dialect: Dialect, faults: StoreFaults): Dialect {
       return driver;
     },
     createQueryCompiler: () => dialect.createQueryCompiler(),
-    createAdapter: () => dialect.createAdapter(),
+    createAdapter: () => {
+      const adapter = dialect.createAdapter();
+      // The same checks as FaultDriver and FaultConnection make on Kysely's path.
+      wrapDirectLane(adapter, (inner) => ({
+        run<R>(sql: string, parameters: readonly unknown[], inTransaction: boolean) {
+          if (!inTransaction) faults.check('connect');
+          faults.check('query', sql, inTransaction);
+          const result = inner.run<R>(sql, parameters, inTransaction);
+          if (result) faults.checkAfter('query', sql, inTransaction);
+          return result;
+        },
+      }));
+      return adapter;
+    },
     createIntrospector: (db) => dialect.createIntrospector(db),
   };
   driversOf.set(wrapped, []);

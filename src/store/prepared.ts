@@ -7,6 +7,7 @@ import {
   type Transaction,
 } from 'kysely';
 import type { Database } from './database.js';
+import { directLaneOf, type DirectLane } from './direct-lane.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -33,7 +34,9 @@ class Slot {
  * statements per turn, and building and compiling each one anew was about a
  * tenth of a turn's CPU. Composes with any executor, inside a transaction or
  * not; the compiled text is cached per dialect (SQLite or PostgreSQL) and
- * runs through the same driver, guards and fault seam as every other query.
+ * runs through the same driver, guards and fault seam as every other query —
+ * on SQLite through the dialect's direct lane when it may (`DirectLane`),
+ * without Kysely's per-statement promises.
  *
  * `build` receives `input`, whose members stand for the values given to
  * `run`. It must only hand them to the builder as values (`where(…, '=',
@@ -53,10 +56,17 @@ export class PreparedQuery<Input extends object, Row> {
 
   /** Runs the query on `ex` with `input`; resolves with the driver's result (rows, affected rows). */
   run(ex: Executor, input: Input): Promise<QueryResult<Row>> {
+    const executor = ex.getExecutor();
     const template = this.#template(ex);
     const values = input as Record<string, unknown>;
     const parameters = template.sources.map((source) => ('input' in source ? values[source.input] : source.fixed));
-    return ex.getExecutor().executeQuery<Row>({ ...template.compiled, parameters });
+    const lane = directLaneOf(executor.adapter);
+    if (lane) {
+      return runDirect<Row>(lane, template.sql, parameters, ex.isTransaction).then(
+        (result) => result ?? executor.executeQuery<Row>({ ...template.compiled, parameters }),
+      );
+    }
+    return executor.executeQuery<Row>({ ...template.compiled, parameters });
   }
 
   /** The rows of the query (a select, or a write with `returning`). */
@@ -83,6 +93,16 @@ export class PreparedQuery<Input extends object, Row> {
     }
     return template;
   }
+}
+
+/** Async, so that a statement's synchronous throw becomes a rejection, as on Kysely's path. */
+async function runDirect<Row>(
+  lane: DirectLane,
+  sql: string,
+  parameters: readonly unknown[],
+  inTransaction: boolean,
+): Promise<QueryResult<Row> | undefined> {
+  return lane.run<Row>(sql, parameters, inTransaction);
 }
 
 function compileTemplate<Input extends object, Row>(

@@ -4,6 +4,8 @@ import {
   CompiledQuery,
   type DatabaseConnection,
   type Dialect,
+  type DialectAdapter,
+  type QueryResult,
   SqliteDialect,
   SqliteDriver,
   type SqliteDatabase,
@@ -11,6 +13,7 @@ import {
 } from 'kysely';
 import { ensurePrivateDirSync, tightenPrivateFileSync, touchPrivateFileSync } from '../../lib/private-files.js';
 import { StoreUnavailableError, errorMessage } from '../errors.js';
+import { setDirectLane, type DirectLane } from '../direct-lane.js';
 import { guardDialect } from '../guarded-dialect.js';
 
 /** File name of the database inside the data directory. */
@@ -95,9 +98,35 @@ function withStatementCache(database: BetterSqlite3.Database): SqliteDatabase {
   };
 }
 
+/**
+ * Runs a statement at once on the one connection (see `DirectLane`): only
+ * while it is open, and only inside a transaction when one is open — the
+ * single connection's transaction is the caller's own, since Kysely lends
+ * the connection to one transaction at a time — or outside one when none is.
+ * The same statement cache and result shape as Kysely's SQLite driver.
+ */
+class SqliteDirectLane implements DirectLane {
+  constructor(
+    private readonly database: BetterSqlite3.Database,
+    private readonly statements: SqliteDatabase,
+  ) {}
+
+  run<R>(sql: string, parameters: readonly unknown[], inTransaction: boolean): QueryResult<R> | undefined {
+    const database = this.database;
+    if (!database.open || database.inTransaction !== inTransaction) return undefined;
+    const statement = this.statements.prepare(sql);
+    if (statement.reader) return { rows: statement.all(parameters) as R[] };
+    const { changes, lastInsertRowid } = statement.run(parameters);
+    return { numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid), rows: [] };
+  }
+}
+
 class StoreSqliteDriver extends SqliteDriver {
-  constructor(private readonly database: BetterSqlite3.Database) {
-    super({ database: withStatementCache(database) });
+  constructor(
+    private readonly database: BetterSqlite3.Database,
+    statements: SqliteDatabase,
+  ) {
+    super({ database: statements });
   }
 
   override async beginTransaction(connection: DatabaseConnection): Promise<void> {
@@ -112,11 +141,21 @@ class StoreSqliteDriver extends SqliteDriver {
 }
 
 class StoreSqliteDialect extends SqliteDialect {
+  /** Shared by Kysely's driver and the direct lane, so each statement is prepared once. */
+  private readonly statements: SqliteDatabase;
+
   constructor(private readonly database: BetterSqlite3.Database) {
     super({ database });
+    this.statements = withStatementCache(database);
   }
 
   override createDriver(): StoreSqliteDriver {
-    return new StoreSqliteDriver(this.database);
+    return new StoreSqliteDriver(this.database, this.statements);
+  }
+
+  override createAdapter(): DialectAdapter {
+    const adapter = super.createAdapter();
+    setDirectLane(adapter, new SqliteDirectLane(this.database, this.statements));
+    return adapter;
   }
 }
