@@ -142,22 +142,45 @@ export function messageView(
   };
 }
 
-function toChatMessages(rows: ContextEntry[]): ChatMessage[] {
+function toChatMessages(rows: readonly ContextEntry[], cached: boolean): ChatMessage[] {
   const out: ChatMessage[] = [];
   for (const row of rows) {
-    if (row.role === 'user') out.push({ role: 'user', content: row.content ?? '' });
-    else if (row.role === 'assistant')
-      out.push({
-        role: 'assistant',
-        content: row.content,
-        ...(row.toolCalls ? { tool_calls: row.toolCalls as ToolCall[] } : {}),
-      });
-    else if (row.role === 'tool')
-      out.push({ role: 'tool', content: row.content ?? '', tool_call_id: row.toolCallId ?? '', name: row.name ?? '' });
+    let message = cached ? chatMessageOf.get(row) : undefined;
+    if (message === undefined) {
+      message = toChatMessage(row);
+      if (cached) chatMessageOf.set(row, message);
+    }
+    if (message) out.push(message);
   }
   // A context window cut between a tool call and its results is not valid for the model: drop leading results.
   while (out[0]?.role === 'tool') out.shift();
   return out;
+}
+
+/**
+ * The model message of each entry of a cached window, made once: ContextCache keeps the same entries from turn
+ * to turn, and converting up to a window's worth of them before every model call was the largest allocation
+ * of a turn. Entries read from the store for one turn are converted without it (a weak map of short-lived keys
+ * costs the GC more than it saves). Nothing changes a model message once made. Null: a role the model is not
+ * shown.
+ */
+const chatMessageOf = new WeakMap<ContextEntry, ChatMessage | null>();
+
+function toChatMessage(row: ContextEntry): ChatMessage | null {
+  switch (row.role) {
+    case 'user':
+      return { role: 'user', content: row.content ?? '' };
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: row.content,
+        ...(row.toolCalls ? { tool_calls: row.toolCalls as ToolCall[] } : {}),
+      };
+    case 'tool':
+      return { role: 'tool', content: row.content ?? '', tool_call_id: row.toolCallId ?? '', name: row.name ?? '' };
+    default:
+      return null;
+  }
 }
 
 /** The earlier messages a turn's request carried itself (`Inbound.context`), as model messages. */
@@ -725,7 +748,7 @@ export class TurnRunner {
           window = await contextChat(store.db, sessionKey, epoch, CONTEXT_WINDOW);
           cache?.set(sessionKey, epoch, window);
         }
-        return [...requestContext(turn), ...toChatMessages(window)];
+        return [...requestContext(turn), ...toChatMessages(window, cache !== undefined)];
       },
       appendAssistant: async (content, toolCalls) => {
         const id = stage({ role: 'assistant', content, toolCalls, toolCallId: null, name: null });
