@@ -7,7 +7,7 @@ import {
   type Transaction,
 } from 'kysely';
 import type { Database } from './database.js';
-import { directLaneOf, type DirectLane } from './direct-lane.js';
+import { directLaneOf } from './direct-lane.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -62,9 +62,14 @@ export class PreparedQuery<Input extends object, Row> {
     const parameters = template.sources.map((source) => ('input' in source ? values[source.input] : source.fixed));
     const lane = directLaneOf(executor.adapter);
     if (lane) {
-      return runDirect<Row>(lane, template.sql, parameters, ex.isTransaction).then(
-        (result) => result ?? executor.executeQuery<Row>({ ...template.compiled, parameters }),
-      );
+      let result: QueryResult<Row> | undefined;
+      try {
+        result = lane.run<Row>(template.sql, parameters, ex.isTransaction);
+      } catch (error) {
+        // A rejection, as on Kysely's path (drivers throw Errors; anything else is wrapped).
+        return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+      }
+      if (result) return Promise.resolve(result);
     }
     return executor.executeQuery<Row>({ ...template.compiled, parameters });
   }
@@ -93,16 +98,6 @@ export class PreparedQuery<Input extends object, Row> {
     }
     return template;
   }
-}
-
-/** Async, so that a statement's synchronous throw becomes a rejection, as on Kysely's path. */
-async function runDirect<Row>(
-  lane: DirectLane,
-  sql: string,
-  parameters: readonly unknown[],
-  inTransaction: boolean,
-): Promise<QueryResult<Row> | undefined> {
-  return lane.run<Row>(sql, parameters, inTransaction);
 }
 
 function compileTemplate<Input extends object, Row>(
