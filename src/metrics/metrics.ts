@@ -1,7 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /** How often the event-loop lag metric samples, ms. */
-export const EVENT_LOOP_SAMPLE_MS = 100;
+const EVENT_LOOP_SAMPLE_MS = 100;
 
 /** The gateway's Prometheus metrics, in a registry of its own (several gateways may share a process in tests). */
 export class GatewayMetrics {

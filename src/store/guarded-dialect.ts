@@ -36,7 +36,7 @@ export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): 
   const map = (error: unknown): unknown => (isUnavailable(error) ? toUnavailable(error) : error);
   const guarded: Dialect = {
     createDriver: () => {
-      const driver = new GuardedDriver(dialect.createDriver(), isUnavailable);
+      const driver = new GuardedDriver(dialect.createDriver(), map);
       driversOf.get(guarded)?.push(driver);
       return driver;
     },
@@ -93,16 +93,14 @@ function unwrap(connection: DatabaseConnection): DatabaseConnection {
 }
 
 class GuardedDriver implements Driver {
-  private readonly map: (error: unknown) => unknown;
   private closed = false;
   private destroying: Promise<void> | undefined;
 
+  /** `map` turns a driver error into StoreUnavailableError when it means the database is not there. */
   constructor(
     private readonly inner: Driver,
-    isUnavailable: UnavailableTest,
-  ) {
-    this.map = (error) => (isUnavailable(error) ? toUnavailable(error) : error);
-  }
+    private readonly map: (error: unknown) => unknown,
+  ) {}
 
   private async guard<T>(action: () => Promise<T>): Promise<T> {
     try {
