@@ -47,6 +47,11 @@ const TOKEN = 'bench-token';
 /** Admin token, used only to read the turn ledger while draining (so the measured token is an api token). */
 const ADMIN_TOKEN = 'bench-admin-token';
 const HIGH_LIMIT = 100_000_000;
+/**
+ * Room in the fake-model gateway's turn queue: (b) accepts faster than the background turns run, and with the
+ * default 10 000 the gateway sheds load (503) a few seconds into the window; (b) measures acknowledgement.
+ */
+const MAX_QUEUED_TURNS = 200_000;
 const ERROR_BUDGET = 0.01;
 
 function envNumber(name: string, fallback: number, integer: boolean): number {
@@ -1037,11 +1042,17 @@ async function runBackend(
 
     if (['b', 'c', 'd', 'e'].some((id) => settings.scenarios.has(id))) {
       const model = await startBenchServer('fake OpenAI server', 'fake-openai.js');
-      const gateway = await startGateway(join(dir, 'fake'), `gateway [${backend}, fake model]`, storage, {
-        type: 'openai',
-        base_url: `${model.url}/v1`,
-        model: 'bench-model',
-      });
+      const gateway = await startGateway(
+        join(dir, 'fake'),
+        `gateway [${backend}, fake model]`,
+        storage,
+        {
+          type: 'openai',
+          base_url: `${model.url}/v1`,
+          model: 'bench-model',
+        },
+        { agent: { max_queued_turns: MAX_QUEUED_TURNS } },
+      );
       await sleep(500);
       const idleRss = memoryMiB(gateway.child.pid, 'VmRSS');
       await loadScenarios(backend, gateway, model.child, baselineRps);

@@ -90,7 +90,7 @@ export interface GatewayOptions {
   /** Replaces the configured model provider (tests, embedding). */
   provider?: ModelProvider;
   /** Test overrides for bounds that are impractical to reach in a test. */
-  limits?: { idempotencyCeiling?: number; maxQueued?: number };
+  limits?: { idempotencyCeiling?: number };
   /** Extra agent tools registered after the built-in ones (tests, embedding). */
   tools?: AgentTool[];
   /** Tests only: the store's fault seam, to fail every query as in an outage (ADR 0014). */

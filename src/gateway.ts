@@ -189,7 +189,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (bus.hasListeners('sessions')) bus.publish('sessions', 'updated', { id: sessionKey, event_id: eventId });
     },
     idempotencyCeiling: options.limits?.idempotencyCeiling,
-    maxQueued: options.limits?.maxQueued,
     owner: instanceId,
     busConnected: () => cluster.shared && cluster.connected(),
     onSessionFree: (sessionKey) => cluster.publishSessionFree(sessionKey),

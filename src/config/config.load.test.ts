@@ -48,6 +48,7 @@ describe('defaults', () => {
       system_prompt: null,
       max_tool_iterations: 8,
       max_concurrent_turns: 16,
+      max_queued_turns: 10_000,
       approval_required: [],
     });
     expect(c.channels.webhook).toEqual({

@@ -355,6 +355,15 @@ const agentSchema = z
       .meta(about("Instructions added to the agent's system prompt; null: none.")),
     max_tool_iterations: positiveInt.default(8).meta(about('Rounds of tool calls a turn may make at most.')),
     max_concurrent_turns: positiveInt.default(16).meta(about('Turns running at once, across all sessions.')),
+    max_queued_turns: positiveInt
+      .max(1_000_000)
+      .default(10_000)
+      .meta(
+        about(
+          'Accepted turns that may wait for a slot, across all sessions; beyond it a new message is refused with',
+          '503 UNAVAILABLE (retry later). Read at start-up.',
+        ),
+      ),
     approval_required: z
       .array(nonEmpty)
       .default([])

@@ -136,7 +136,6 @@ export interface MessagePathOptions {
   onReplay?: () => void;
   /** Overrides for tests. */
   idempotencyCeiling?: number;
-  maxQueued?: number;
   /** Backoffs and the reconciler's passes (tests drive them); default real, unreferenced timers. */
   timers?: Timers;
   /** Pause between the reconciler's passes; default 1 s (ADR 0014). */
@@ -239,7 +238,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
   });
   const queue = new TurnQueue({
     maxConcurrent: config.agent.max_concurrent_turns,
-    maxQueued: options.maxQueued ?? 10_000,
+    maxQueued: config.agent.max_queued_turns,
     run: (sessionKey, job) => runner.run(sessionKey, job),
     onError: (err) => log.error({ err }, 'turn job failed'),
     onRetry: (sessionKey, job, failures, delayMs) => {

@@ -359,7 +359,7 @@ describe('idempotent retries of POST /message (spec rules 1–8, DECISIONS §6)'
       expect(await turnCount(h)).toBe(2);
     });
 
-    it('a full turn queue → 503 for a new message, while a replay still answers', async () => {
+    it('a full turn queue (agent.max_queued_turns) → 503 for a new message, while a replay still answers', async () => {
       const gate = deferred();
       const entered = deferred();
       const tool = recordingTool('hold', async () => {
@@ -367,7 +367,7 @@ describe('idempotent retries of POST /message (spec rules 1–8, DECISIONS §6)'
         await gate.promise;
         return 'ok';
       });
-      const h = await rig.open({ limits: { maxQueued: 1 }, tools: [tool] });
+      const h = await rig.open({ config: { agent: { max_queued_turns: 1 } }, tools: [tool] });
       rig.fake.enqueue({ tool_calls: [{ name: 'hold', arguments: {} }] });
       const running = await h.message(msg('first', 'c1'));
       await entered.promise;
