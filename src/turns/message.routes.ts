@@ -4,7 +4,7 @@ import { objectBody, q } from '../http/validation.js';
 import { sessionKeyFor } from './inbound.js';
 import type { MessagePath } from './message-path.js';
 import { envelopeResult, outcomeTimeout } from './outcome.js';
-import { serverTimingHeader } from './turn-timings.js';
+import { serverTimingHeader, type TurnMarks } from './turn-timings.js';
 import { messageAcceptedSchema, messageResultSchema } from './turns.schema.js';
 
 const nonEmpty = z.string().min(1, 'must not be empty');
@@ -69,8 +69,10 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'ti
           // A waited answer is the outcome alone: its acceptance rides on the turn's durable commits.
           outcomeOnly: true,
         });
+        // A replay's answer is its own: the original's marks belong to the original's answer.
+        const marks = (): TurnMarks | undefined => (submitted.replay ? undefined : path.timings(submitted.eventId));
         if (submitted.answer === 'ack') {
-          const timing = serverTimingHeader(path.timings(submitted.eventId), receivedAt);
+          const timing = serverTimingHeader(marks(), receivedAt);
           return new HttpResult(
             202,
             { status: 'accepted', event_id: submitted.eventId, session_key: submitted.sessionKey },
@@ -80,7 +82,7 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'ti
         const turn = await path.waitFor(submitted.eventId, timeoutSeconds * 1000, ctx.signal);
         if (!turn) throw outcomeTimeout({ event_id: submitted.eventId });
         const result = envelopeResult(turn);
-        const timing = serverTimingHeader(path.timings(submitted.eventId), receivedAt);
+        const timing = serverTimingHeader(marks(), receivedAt);
         return new HttpResult(result.status, result.body, { ...result.headers, 'server-timing': timing });
       },
     }),

@@ -36,6 +36,18 @@ describe('turn timings', () => {
     expect(serverTimingHeader(undefined, 1, 2)).toBe('total;dur=1.000');
   });
 
+  it('keeps no marks for a turn whose marks were read or never started (acknowledged, found again)', () => {
+    const timings = new TurnTimings();
+    timings.mark('evt_ack', 'accepted', 1);
+    expect(timings.take('evt_ack')).toEqual({ accepted: 1 });
+    // The acknowledged turn goes on running: nothing will read these.
+    timings.mark('evt_ack', 'started', 2);
+    timings.mark('evt_ack', 'stored', 3);
+    timings.mark('evt_recovered', 'started', 2);
+    expect(timings.size).toBe(0);
+    expect(timings.take('evt_ack')).toBeUndefined();
+  });
+
   it('is bounded: the oldest turns are forgotten first', () => {
     const timings = new TurnTimings(2);
     timings.mark('a', 'accepted', 1);

@@ -32,10 +32,16 @@ export class TurnTimings {
 
   constructor(private readonly capacity = DEFAULT_CAPACITY) {}
 
-  /** Sets one moment of a turn (now, by default). */
+  /**
+   * Sets one moment of a turn (now, by default). Its acceptance starts the
+   * turn's marks; a later moment of a turn without marks (found again at
+   * start-up, or whose marks were already read by its acknowledgement) is
+   * not kept: no answer will read it.
+   */
   mark(eventId: string, moment: keyof TurnMarks, at = performance.now()): void {
     let marks = this.#marks.get(eventId);
     if (!marks) {
+      if (moment !== 'accepted') return;
       if (this.#marks.size >= this.capacity) this.#marks.delete(this.#marks.keys().next().value!);
       marks = {};
       this.#marks.set(eventId, marks);
@@ -63,19 +69,17 @@ export class TurnTimings {
  * the stored outcome to the answer.
  */
 export function serverTimingHeader(marks: TurnMarks | undefined, receivedAt: number, now = performance.now()): string {
-  const m = marks ?? {};
-  const phases: Array<[string, number | undefined, number | undefined]> = [
-    ['accept', receivedAt, m.accepted],
-    ['queue', m.queued, m.started],
-    ['claim', m.started, m.claimed],
-    ['provider', m.claimed, m.answered],
-    ['persist', m.answered, m.stored],
-    ['deliver', m.stored, m.stored === undefined ? undefined : now],
-  ];
-  const parts: string[] = [];
-  for (const [name, from, to] of phases) {
-    if (from !== undefined && to !== undefined && to >= from) parts.push(`${name};dur=${(to - from).toFixed(3)}`);
+  let out = '';
+  const phase = (name: string, from: number | undefined, to: number | undefined): void => {
+    if (from !== undefined && to !== undefined && to >= from) out += `${name};dur=${(to - from).toFixed(3)}, `;
+  };
+  if (marks) {
+    phase('accept', receivedAt, marks.accepted);
+    phase('queue', marks.queued, marks.started);
+    phase('claim', marks.started, marks.claimed);
+    phase('provider', marks.claimed, marks.answered);
+    phase('persist', marks.answered, marks.stored);
+    phase('deliver', marks.stored, marks.stored === undefined ? undefined : now);
   }
-  parts.push(`total;dur=${(now - receivedAt).toFixed(3)}`);
-  return parts.join(', ');
+  return `${out}total;dur=${(now - receivedAt).toFixed(3)}`;
 }

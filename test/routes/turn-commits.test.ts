@@ -64,4 +64,17 @@ describe('the commits of a turn', () => {
     expect(phases.accept).toBeGreaterThanOrEqual(0);
     expect(phases.total).toBeGreaterThanOrEqual(phases.accept!);
   });
+
+  it("a replay's Server-Timing is its own total, never the original turn's phases", async () => {
+    const h = await rig.open();
+    const keyed = { 'Idempotency-Key': 'k-timing' };
+    const original = await h.message(msg('once', 'c-replay-timing'), keyed);
+    expect(original.statusCode).toBe(202);
+    // The acknowledged turn runs to its end after the answer; its later moments are no answer's.
+    await h.internals.messages.idle(2_000);
+    const replay = await h.message(msg('once', 'c-replay-timing'), keyed);
+    expect(replay.statusCode).toBe(202);
+    expect(replay.json()).toEqual(original.json());
+    expect(Object.keys(timing(replay.headers['server-timing']))).toEqual(['total']);
+  });
 });
