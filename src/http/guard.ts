@@ -11,7 +11,7 @@ import {
   type OriginPolicy,
 } from '../security/host-origin.js';
 import type { RateGroup, RateLimiter } from '../security/rate-limit.js';
-import { extractToken, fingerprintToken, principalScope, type TokenBook } from '../security/tokens.js';
+import { extractToken, fingerprintToken, type TokenBook } from '../security/tokens.js';
 import type { Clock } from '../lib/clock.js';
 import type { ApiError } from './errors.js';
 import { errors } from './errors.js';
@@ -156,9 +156,7 @@ export function createGuard(options: GuardOptions): Guard {
   };
 
   const principalFor = (token: string): Principal | null => {
-    const role = tokens.resolve(token);
-    if (!role) return null;
-    return { role, fingerprint: fingerprintToken(token), scope: principalScope(token) };
+    return tokens.identify(token);
   };
 
   return {

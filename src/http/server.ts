@@ -5,6 +5,7 @@ import { ApiError, errorEnvelope, errorResponse, errors } from './errors.js';
 import { corsAllowHeaders, type Guard, type GuardRequest } from './guard.js';
 import { parseJsonBody } from './json.js';
 import { closeAfterEarlyAnswer, protocolServerOptions, refuseMissingHost } from './protocol.js';
+import { LazyChildLogger } from './lazy-logger.js';
 import { requestIdFor } from './request-id.js';
 import { HANDLED, HttpResult, rateGroupOf, type ErrorBodyWriter, type RequestContext, type RouteDef } from './route.js';
 import { validatePart } from './validation.js';
@@ -72,6 +73,7 @@ export function buildHttpServer(options: HttpServerOptions) {
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.gateway.max_body_bytes,
     genReqId: (req) => requestIdFor(req.headers['x-request-id']),
+    childLoggerFactory: (parent, bindings, childOptions) => new LazyChildLogger(parent, bindings, childOptions),
     trustProxy: false,
     return503OnClosing: true,
     // Shutdown must not wait for clients holding streams open (SSE follow, idle keep-alive):
@@ -104,17 +106,25 @@ export function buildHttpServer(options: HttpServerOptions) {
     }
   });
 
-  app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-request-id', request.id);
-    refuseMissingHost(request, reply);
-    const cors = guard.corsHeaders(guardRequest(request));
-    if (cors) reply.headers(cors);
-    const drainExempt = (request.routeOptions.config as { drainExempt?: boolean } | undefined)?.drainExempt;
-    if (isDraining() && !drainExempt) throw errors.unavailable('gateway is shutting down');
+  // The hooks take Fastify's callback form: an async hook costs every request a promise and a microtask.
+  app.addHook('onRequest', (request, reply, done) => {
+    try {
+      reply.header('x-request-id', request.id);
+      refuseMissingHost(request, reply);
+      const cors = guard.corsHeaders(guardRequest(request));
+      if (cors) reply.headers(cors);
+      const drainExempt = (request.routeOptions.config as { drainExempt?: boolean } | undefined)?.drainExempt;
+      if (isDraining() && !drainExempt) throw errors.unavailable('gateway is shutting down');
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    done();
   });
 
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     closeAfterEarlyAnswer(request, reply);
+    done(null, payload);
   });
 
   app.setErrorHandler((error, request, reply) => {
@@ -127,18 +137,22 @@ export function buildHttpServer(options: HttpServerOptions) {
     void reply.code(404).send(errorEnvelope(new ApiError('NOT_FOUND', 'route not found'), request.id));
   });
 
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const status = reply.statusCode;
     options.onResponse?.(request.method, request.routeOptions.url ?? 'unmatched', status);
-    const line = {
-      request_id: request.id,
-      method: request.method,
-      route: request.routeOptions.url,
-      status,
-      ms: Math.round(reply.elapsedTime),
-    };
-    if (status >= 500) httpLogger.error(line, 'request failed');
-    else httpLogger.debug(line, 'request');
+    const failed = status >= 500;
+    if (failed || httpLogger.isLevelEnabled('debug')) {
+      const line = {
+        request_id: request.id,
+        method: request.method,
+        route: request.routeOptions.url,
+        status,
+        ms: Math.round(reply.elapsedTime),
+      };
+      if (failed) httpLogger.error(line, 'request failed');
+      else httpLogger.debug(line, 'request');
+    }
+    done();
   });
 
   // CORS preflight: allowed origins get the answer, others the cross-site 403.
@@ -162,11 +176,18 @@ export function buildHttpServer(options: HttpServerOptions) {
       url,
       config: { drainExempt: route.drainExempt ?? false, ...(route.errorBody ? { errorBody: route.errorBody } : {}) },
       ...(route.bodyLimit ? { bodyLimit: route.bodyLimit } : {}),
-      onRequest: async (request, reply) => {
-        const result = guard.check(guardRequest(request), { permission: route.permission, rateGroup });
+      onRequest: (request, reply, done) => {
+        let result: ReturnType<typeof guard.check>;
+        try {
+          result = guard.check(guardRequest(request), { permission: route.permission, rateGroup });
+        } catch (err) {
+          done(err as Error);
+          return;
+        }
         reply.headers(result.rateHeaders);
         request.gatehouse = makeContext(request, reply, result.principal, result.loopbackTrusted);
         if (options.ssePingMs !== undefined) request.gatehouse.ssePingMs = options.ssePingMs;
+        done();
       },
       handler: async (request, reply) => {
         const ctx = request.gatehouse!;

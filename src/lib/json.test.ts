@@ -116,9 +116,20 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ b: 1, a: { d: [2, { z: 1, y: undefined, x: null }], c: 'é' } })).toBe(
       '{"a":{"c":"é","d":[2,{"x":null,"z":1}]},"b":1}',
     );
+    expect(canonicalJson({ a: undefined, b: 1, c: undefined, d: 'x' })).toBe('{"b":1,"d":"x"}');
+    expect(canonicalJson({ a: undefined })).toBe('{}');
+    expect(canonicalJson([undefined, 1])).toBe('[null,1]');
     expect(canonicalJson(undefined)).toBe('null');
     expect(canonicalJson([])).toBe('[]');
     expect(canonicalJson({})).toBe('{}');
+  });
+
+  it('sorts small and large objects alike', () => {
+    for (const size of [2, 16, 17, 40]) {
+      const keys = Array.from({ length: size }, (_, i) => `k${(i * 7919) % size}`).reverse();
+      const value = Object.fromEntries(keys.map((k) => [k, k]));
+      expect(canonicalJson(value)).toBe(recursiveCanonical(value));
+    }
   });
 
   it('serialises 200 000 levels without exhausting the stack', () => {

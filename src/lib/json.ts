@@ -148,37 +148,59 @@ export function parseJsonBounded(text: string, limits: JsonLimits = JSON_LIMITS)
  * (fingerprints, metadata hashes). Iterative: any depth is safe.
  */
 export function canonicalJson(value: unknown): string {
-  const out: string[] = [];
-  // Work items: text to emit as is, or a value to serialise. Pushed in reverse so they pop in order.
-  const stack: Array<{ text: string } | { value: unknown }> = [{ value }];
+  if (typeof value !== 'object' || value === null) return primitiveJson(value);
+  let out = '';
+  // Work items, popped from the end: a string is text to emit as is (a primitive is pushed as its JSON
+  // text), an object or array is a value still to serialise.
+  const stack: unknown[] = [value];
   while (stack.length > 0) {
-    const item = stack.pop()!;
-    if ('text' in item) {
-      out.push(item.text);
-      continue;
-    }
-    const node = item.value;
-    if (Array.isArray(node)) {
-      stack.push({ text: ']' });
-      for (let i = node.length - 1; i >= 0; i--) {
-        stack.push({ value: node[i] as unknown });
-        if (i > 0) stack.push({ text: ',' });
+    const item = stack.pop();
+    if (typeof item === 'string') {
+      out += item;
+    } else if (Array.isArray(item)) {
+      stack.push(']');
+      for (let i = item.length - 1; i >= 0; i--) {
+        pushJsonItem(stack, item[i] as unknown);
+        if (i > 0) stack.push(',');
       }
-      stack.push({ text: '[' });
-    } else if (typeof node === 'object' && node !== null) {
-      const entries = Object.entries(node as Record<string, unknown>)
-        .filter(([, v]) => v !== undefined)
-        .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
-      stack.push({ text: '}' });
-      for (let i = entries.length - 1; i >= 0; i--) {
-        const [key, child] = entries[i]!;
-        stack.push({ value: child });
-        stack.push({ text: `${i > 0 ? ',' : ''}${JSON.stringify(key)}:` });
-      }
-      stack.push({ text: '{' });
+      stack.push('[');
     } else {
-      out.push(JSON.stringify(node) ?? 'null');
+      const node = item as Record<string, unknown>;
+      const keys = sortedKeys(node);
+      stack.push('}');
+      let first = 0; // the first member written gets no comma
+      while (first < keys.length && node[keys[first]!] === undefined) first++;
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i]!;
+        const child = node[key];
+        if (child === undefined) continue;
+        pushJsonItem(stack, child);
+        stack.push(`${i > first ? ',' : ''}${JSON.stringify(key)}:`);
+      }
+      stack.push('{');
     }
   }
-  return out.join('');
+  return out;
+}
+
+/** An object's own keys in UTF-16 code unit order (the default sort's), small objects sorted in place. */
+function sortedKeys(node: Record<string, unknown>): string[] {
+  const keys = Object.keys(node);
+  if (keys.length > 16) return keys.sort();
+  for (let i = 1; i < keys.length; i++) {
+    const key = keys[i]!;
+    let j = i - 1;
+    for (; j >= 0 && keys[j]! > key; j--) keys[j + 1] = keys[j]!;
+    keys[j + 1] = key;
+  }
+  return keys;
+}
+
+/** JSON text of a value that is no object (`undefined`, functions and symbols as `null`, as in an array). */
+function primitiveJson(value: unknown): string {
+  return JSON.stringify(value) ?? 'null';
+}
+
+function pushJsonItem(stack: unknown[], value: unknown): void {
+  stack.push(typeof value === 'object' && value !== null ? value : primitiveJson(value));
 }

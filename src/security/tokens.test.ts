@@ -31,6 +31,22 @@ describe('createTokenBook', () => {
     expect(book.hasAnyToken()).toBe(true);
   });
 
+  it('identify: the role with the fingerprint and idempotency scope of the same token; null when unknown', () => {
+    const book = createTokenBook({ apiTokens: ['api-1'], adminTokens: ['adm-1'] });
+    expect(book.identify('api-1')).toEqual({
+      role: 'api',
+      fingerprint: fingerprintToken('api-1'),
+      scope: principalScope('api-1'),
+    });
+    expect(book.identify('adm-1')).toEqual({
+      role: 'admin',
+      fingerprint: fingerprintToken('adm-1'),
+      scope: principalScope('adm-1'),
+    });
+    expect(book.identify('nope')).toBeNull();
+    expect(book.identify('')).toBeNull();
+  });
+
   it('falls back to api_tokens for admin rights when admin_tokens is empty (spec)', () => {
     const book = createTokenBook({ apiTokens: ['api-1', 'api-2'], adminTokens: [] });
     expect(book.resolve('api-1')).toBe('admin');

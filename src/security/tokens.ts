@@ -18,7 +18,11 @@ function sha256(text: string): Buffer {
  * 8 hex digits of its SHA-256 (DECISIONS §4, Audit).
  */
 export function fingerprintToken(token: string): string {
-  return `tok_${sha256(token).toString('hex').slice(0, 8)}`;
+  return fingerprintOfHex(sha256(token).toString('hex'));
+}
+
+function fingerprintOfHex(hex: string): string {
+  return `tok_${hex.slice(0, 8)}`;
 }
 
 /**
@@ -34,8 +38,17 @@ export function principalScope(token: string | null): string {
 export interface TokenBook {
   /** The role of a presented token, or null when it matches no configured token. Constant-time. */
   resolve(token: string): TokenRole | null;
+  /** As `resolve`, with the token's fingerprint and idempotency scope, all from one hash of it. */
+  identify(token: string): TokenIdentity | null;
   /** True when at least one token (api, admin or extra admin) is configured. */
   hasAnyToken(): boolean;
+}
+
+/** A presented token that matched: its role, `fingerprintToken` and `principalScope`. */
+export interface TokenIdentity {
+  role: TokenRole;
+  fingerprint: string;
+  scope: string;
 }
 
 /** Options of `createTokenBook`: the configured lists and any generated admin token. */
@@ -73,20 +86,30 @@ export function createTokenBook(options: TokenBookOptions): TokenBook {
   for (const token of adminSource) entries.push({ digest: sha256(token), admin: true, api: true });
   for (const token of extra) entries.push({ digest: sha256(token), admin: true, api: true });
 
+  const roleOf = (presented: Buffer): TokenRole | null => {
+    let admin = 0;
+    let api = 0;
+    for (const entry of entries) {
+      // Every entry is compared; bitwise accumulation keeps each iteration the same shape.
+      const match = Number(timingSafeEqual(presented, entry.digest));
+      admin |= match & Number(entry.admin);
+      api |= match & Number(entry.api);
+    }
+    if (admin === 1) return 'admin';
+    return api === 1 ? 'api' : null;
+  };
+
   return {
     resolve(token: string): TokenRole | null {
+      return token === '' ? null : roleOf(sha256(token));
+    },
+    identify(token: string): TokenIdentity | null {
       if (token === '') return null;
-      const presented = sha256(token);
-      let admin = 0;
-      let api = 0;
-      for (const entry of entries) {
-        // Every entry is compared; bitwise accumulation keeps each iteration the same shape.
-        const match = Number(timingSafeEqual(presented, entry.digest));
-        admin |= match & Number(entry.admin);
-        api |= match & Number(entry.api);
-      }
-      if (admin === 1) return 'admin';
-      return api === 1 ? 'api' : null;
+      const digest = sha256(token);
+      const role = roleOf(digest);
+      if (!role) return null;
+      const hex = digest.toString('hex');
+      return { role, fingerprint: fingerprintOfHex(hex), scope: hex };
     },
     hasAnyToken(): boolean {
       return entries.length > 0;
@@ -106,15 +129,20 @@ type HeaderBag = Record<string, string | string[] | undefined>;
 function headerValue(headers: HeaderBag, name: string): string | null {
   const wanted = name.toLowerCase();
   let found: string | null = null;
-  for (const [key, raw] of Object.entries(headers)) {
-    if (key.toLowerCase() !== wanted || raw === undefined) continue;
-    const values = (Array.isArray(raw) ? raw : [raw]).map((v) => v.trim()).filter((v) => v !== '');
-    for (const value of values) {
-      if (found !== null && found !== value) return null; // two different values: refuse to guess
-      found = value;
-    }
+  let ambiguous = false;
+  const take = (raw: string): void => {
+    const value = raw.trim();
+    if (value === '') return;
+    if (found !== null && found !== value) ambiguous = true; // two different values: refuse to guess
+    found = value;
+  };
+  for (const key of Object.keys(headers)) {
+    if (key.length !== wanted.length || key.toLowerCase() !== wanted) continue;
+    const raw = headers[key];
+    if (typeof raw === 'string') take(raw);
+    else if (raw !== undefined) for (const value of raw) take(value);
   }
-  return found;
+  return ambiguous ? null : found;
 }
 
 const BEARER = /^bearer[ \t]+(\S+)$/i;
