@@ -48,6 +48,8 @@ interface SessionLane {
   failures: number;
   /** Cancels the backoff timer while the lane waits to retry its head job. */
   parked: (() => void) | null;
+  /** At least the highest `seq` of the lane's turn jobs (-1: none yet); a turn above it goes to the end at once. */
+  maxSeq: number;
 }
 
 /** The ledger events a job stands for (a clarification answer's finish also ends the turn it resumed). */
@@ -128,8 +130,12 @@ export class TurnQueue {
     let at = lane.jobs.length;
     if (job.kind === 'turn' && job.seq !== undefined) {
       const seq = job.seq;
-      const later = lane.jobs.findIndex((j) => j.kind === 'turn' && j.seq !== undefined && j.seq > seq);
-      if (later !== -1) at = later;
+      // Arrivals come in `seq` order but for turns found again: only those search their lane (a backlog can be long).
+      if (seq <= lane.maxSeq) {
+        const later = lane.jobs.findIndex((j) => j.kind === 'turn' && j.seq !== undefined && j.seq > seq);
+        if (later !== -1) at = later;
+      }
+      lane.maxSeq = Math.max(lane.maxSeq, seq);
     }
     lane.jobs.splice(at, 0, job);
     this.add(job);
@@ -226,7 +232,7 @@ export class TurnQueue {
   private lane(sessionKey: string): SessionLane {
     let lane = this.lanes.get(sessionKey);
     if (!lane) {
-      lane = { jobs: [], running: false, blocked: false, listed: false, failures: 0, parked: null };
+      lane = { jobs: [], running: false, blocked: false, listed: false, failures: 0, parked: null, maxSeq: -1 };
       this.lanes.set(sessionKey, lane);
     }
     return lane;
