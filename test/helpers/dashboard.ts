@@ -124,9 +124,10 @@ export async function signIn(page: Page, url: string, token: string, route?: str
   if (route) await openPage(page, route);
 }
 
-/** Opens `#/<route>` in the signed-in shell and waits for its heading (`h1`) to show. */
+/** Opens `#/<route>` in the signed-in shell and waits for its navigation link to be current and its heading (`h1`) to show. */
 export async function openPage(page: Page, route: string): Promise<void> {
   await page.evaluate(`location.hash = ${JSON.stringify(`#/${route}`)}`);
+  await page.locator(`nav a[href="#/${route}"][aria-current="page"]`).waitFor();
   await page.locator('main h1').first().waitFor();
 }
 

@@ -50,6 +50,8 @@ function useHash(): string {
   useEffect(() => {
     const onChange = () => setHash(location.hash);
     addEventListener('hashchange', onChange);
+    // A change between the first render and this effect fired before anyone listened.
+    onChange();
     return () => removeEventListener('hashchange', onChange);
   }, []);
   return hash;
