@@ -253,7 +253,9 @@ export default function ChatPage({ api, token, role, live, notify }: PageProps) 
     setActive(undefined);
     setEntries([]);
     if (!selected) return;
-    if (location.hash !== `#/chat?session=${encodeURIComponent(selected)}`) {
+    // Only while the address is still this page's: a navigation away may already have set another one.
+    const here = routeOf(location.hash).route.name === 'chat';
+    if (here && location.hash !== `#/chat?session=${encodeURIComponent(selected)}`) {
       history.replaceState(history.state, '', `#/chat?session=${encodeURIComponent(selected)}`);
     }
     void loadHistory(selected);
