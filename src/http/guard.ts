@@ -155,10 +155,6 @@ export function createGuard(options: GuardOptions): Guard {
     auditEvent(request, { event: 'token_used', user: principal.fingerprint });
   };
 
-  const principalFor = (token: string): Principal | null => {
-    return tokens.identify(token);
-  };
-
   return {
     hostPolicy,
     originPolicy,
@@ -174,7 +170,7 @@ export function createGuard(options: GuardOptions): Guard {
       if (profile === 'minimal') {
         // Minimal: no tokens, no Origin/Host checks, no rate limits (DECISIONS §4).
         const presented = extractToken(request.headers, auth.token_header);
-        const principal = presented ? (principalFor(presented.token) ?? ANONYMOUS) : ANONYMOUS;
+        const principal = presented ? (tokens.identify(presented.token) ?? ANONYMOUS) : ANONYMOUS;
         return { principal: { ...principal, role: 'admin' }, rateHeaders: {}, loopbackTrusted };
       }
 
@@ -187,7 +183,7 @@ export function createGuard(options: GuardOptions): Guard {
 
       const presented = extractToken(request.headers, auth.token_header);
       if (!presented) rejectUncounted(request, route, errors.unauthorized('missing token'), 'missing_token');
-      const principal = principalFor(presented!.token);
+      const principal = tokens.identify(presented!.token);
       if (!principal) {
         rejectUncounted(
           request,
@@ -202,7 +198,7 @@ export function createGuard(options: GuardOptions): Guard {
 
       let rateHeaders: Record<string, string> = {};
       if (route.rateGroup) {
-        const outcome = rateLimiter.hit(principal!.fingerprint!, route.rateGroup);
+        const outcome = rateLimiter.hit(principal!.fingerprint, route.rateGroup);
         rateHeaders = {
           'x-ratelimit-limit': String(outcome.limit),
           'x-ratelimit-remaining': String(outcome.remaining),
@@ -222,7 +218,7 @@ export function createGuard(options: GuardOptions): Guard {
       if (route.permission === 'admin' && principal!.role !== 'admin') {
         const error = errors.forbidden('admin token required');
         Object.assign(error.headers, rateHeaders);
-        reject(request, error, 'admin_required', principal!.fingerprint!);
+        reject(request, error, 'admin_required', principal!.fingerprint);
       }
       return { principal: principal!, rateHeaders, loopbackTrusted };
     },
@@ -230,7 +226,7 @@ export function createGuard(options: GuardOptions): Guard {
     principalForToken(token, via) {
       if (profile === 'minimal' && !token) return { ...ANONYMOUS, role: 'admin' };
       if (!token) return null;
-      const principal = principalFor(token);
+      const principal = tokens.identify(token);
       if (!principal) return null;
       // `?token=` grants api rights at most, even for an admin token (DECISIONS §4).
       if (via === 'query' && principal.role === 'admin') return { ...principal, role: 'api' };
