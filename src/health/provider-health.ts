@@ -80,6 +80,8 @@ export class ProviderHealth {
   /** Ends the probe in flight with a result (the first of answer, timeout, close wins). */
   #settle: ((error: string | null) => void) | null = null;
   #failures = { count: 0, at: 0, message: '' };
+  /** The upstream's redacted text of the last failure, for the log line only. */
+  #detail: string | null = null;
   #reported: 'ok' | 'failing' = 'ok';
   #closed = false;
 
@@ -128,6 +130,7 @@ export class ProviderHealth {
   recordFailure(err: unknown): void {
     if (!(err instanceof ProviderError) || err.kind === 'aborted') return;
     this.#failures = { count: this.#failures.count + 1, at: this.#clock.now(), message: err.message };
+    this.#detail = err.detail ?? null;
     this.#report();
   }
 
@@ -185,7 +188,10 @@ export class ProviderHealth {
         .then(() => provider.probe?.(controller.signal))
         .then(
           () => finish(null),
-          (err: unknown) => finish(err instanceof ProviderError ? err.message : `${type}: models call failed`),
+          (err: unknown) => {
+            if (err instanceof ProviderError) this.#detail = err.detail ?? null;
+            finish(err instanceof ProviderError ? err.message : `${type}: models call failed`);
+          },
         );
     });
   }
@@ -219,7 +225,12 @@ export class ProviderHealth {
     if (next === this.#reported) return;
     this.#reported = next;
     if (next === 'failing') {
-      this.#logger?.warn({ source: 'health', component: 'provider', cause: now.message }, 'model provider failing');
+      // The upstream's own words (secrets redacted) go to this log line only, never to health's answer.
+      const detail = this.#detail ? { detail: this.#detail } : {};
+      this.#logger?.warn(
+        { source: 'health', component: 'provider', cause: now.message, ...detail },
+        'model provider failing',
+      );
     } else {
       this.#logger?.info({ source: 'health', component: 'provider' }, 'model provider reachable again');
     }

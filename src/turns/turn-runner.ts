@@ -195,6 +195,11 @@ function providerCause(err: Error): string {
   return err instanceof ProviderError ? err.reason : 'provider error';
 }
 
+/** A provider failure with the upstream's redacted text (`ProviderError.logText`), for the failed turn's log line. */
+function providerLogText(err: Error): string {
+  return err instanceof ProviderError ? err.logText : err.message;
+}
+
 /** True when `err` (or an error it wraps) says the store cannot be reached or cannot write right now. */
 export function isStoreUnavailable(err: unknown): boolean {
   for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
@@ -928,14 +933,15 @@ export class TurnRunner {
           status = 'failed';
           const isProvider = outcome.error.name === 'ProviderError';
           reason = isProvider ? 'provider_error' : 'internal_error';
+          // The client gets the provider's name and what went wrong (`openai: HTTP 500`), never the upstream's text.
           error = isProvider
             ? { code: 'UPSTREAM_ERROR', message: `model provider failed: ${outcome.error.message}` }
             : { code: 'INTERNAL_ERROR', message: 'internal error' };
           if (isProvider) {
-            // The cause in a word (ECONNREFUSED, HTTP 401, timeout) and the provider's message, which holds no key.
-            const { message } = outcome.error;
-            const fields = { source: 'turns', event_id: primary, cause: providerCause(outcome.error), err: message };
-            logger.error(fields, `turn failed: ${message}`);
+            // The cause in a word (ECONNREFUSED, HTTP 401, timeout) and the upstream's text, secrets redacted: log only.
+            const text = providerLogText(outcome.error);
+            const fields = { source: 'turns', event_id: primary, cause: providerCause(outcome.error), err: text };
+            logger.error(fields, `turn failed: ${text}`);
           } else logger.error({ source: 'turns', event_id: primary, err: outcome.error }, 'turn failed');
           break;
         }

@@ -182,7 +182,7 @@ describe('health with an OpenAI-compatible provider', () => {
     expect(failing.status).toBe('degraded');
     expect(failing.components.provider).toEqual({
       status: 'failing',
-      message: 'last 3 model calls failed: openai: HTTP 500: fake error 500',
+      message: 'last 3 model calls failed: openai: HTTP 500', // the upstream's text goes to the log only
     });
     fake.enqueue(echoReply);
     const ok = await h.message({ platform: 'api', user_id: 'u', chat_id: 'ok', text: 'hi', wait: true });

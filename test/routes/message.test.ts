@@ -169,13 +169,23 @@ describe('POST /message', () => {
       await h.internals.messages.waitFor(res.json<{ event_id: string }>().event_id, 5_000);
     });
 
-    it("the provider's error body does not reach the client beyond the provider message", async () => {
+    it("the provider's error body reaches the log only: the client gets the provider's name and the status", async () => {
       const h = await rig.open();
-      rig.fake.enqueue({ status: 500, body: { error: { message: 'upstream exploded', type: 'server_error' } } });
+      const upstream = 'quota exceeded for acct_7781 (see https://billing.internal.example/acct_7781)';
+      rig.fake.enqueue({ status: 500, body: { error: { message: upstream, type: 'server_error' } } });
       const res = await h.message(msg('boom', 'c-leak', { wait: true }));
       expect(res.statusCode).toBe(502);
+      const error = res.json<{ error: { code: string; message: string } }>().error;
+      expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', message: 'model provider failed: openai: HTTP 500' });
+      expect(res.body).not.toContain('acct_7781');
       expect(res.body).not.toContain('stack');
       expect(res.body).not.toContain(h.config.data_dir);
+      // The ledger, the history of events and a keyed replay answer the same stable message.
+      const eventId = res.json<{ error: { details: { event_id: string } } }>().error.details.event_id;
+      const events = await h.adminGet(`/api/v1/turns/${eventId}/events`);
+      expect(events.body).not.toContain('acct_7781');
+      // The operator still finds the upstream's words in the log.
+      expect(h.logs.join('\n')).toContain('acct_7781');
     });
   });
 });

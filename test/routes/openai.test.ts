@@ -484,10 +484,13 @@ describe('OpenAI-compatible API', () => {
 
     it('a failed turn is 502 in OpenAI’s shape with the event id header; streamed, an error object', async () => {
       const h = await rig.open();
-      rig.fake.enqueue({ status: 500 });
+      rig.fake.enqueue({ status: 500, body: { error: { message: 'billing account acct_991 is suspended' } } });
       const res = await complete(h, { messages: [user('boom')] });
       expect(res.statusCode).toBe(502);
       expectOpenAiError(res.json(), 'server_error', 'upstream_error');
+      // The provider's name and status, never the upstream's own text (it goes to the log).
+      expect(res.json<{ error: { message: string } }>().error.message).toBe('model provider failed: openai: HTTP 500');
+      expect(res.body).not.toContain('acct_991');
       const eventId = res.headers['x-gatehouse-event-id'] as string;
       expect((await h.internals.messages.turn(eventId))!.status).toBe('failed');
 

@@ -195,9 +195,12 @@ describe('anthropic provider: failures', () => {
       createProvider(config()).complete({ messages: [{ role: 'user', content: 'x' }], tools: [] }),
     );
     expect(err).toMatchObject({ kind: 'http', status: 529 });
-    expect(err.message).toContain('busy');
-    expect(err.message).not.toContain(KEY);
-    expect(err.message).not.toContain('SECRETKEY');
+    expect(err.message).toBe('anthropic: HTTP 529'); // the upstream's text is the log's, not the client's
+    expect(err.logText).toContain('busy');
+    for (const text of [err.message, err.logText]) {
+      expect(text).not.toContain(KEY);
+      expect(text).not.toContain('SECRETKEY');
+    }
     expect(fake.requests).toHaveLength(1);
   });
 
@@ -241,7 +244,8 @@ describe('anthropic provider: failures', () => {
       createProvider(config()).complete({ messages: [{ role: 'user', content: 'x' }], tools: [] }),
     );
     expect(err.kind).toBe('http');
-    expect(err.message).toContain('Overloaded');
+    expect(err.message).toBe('anthropic: error in stream');
+    expect(err.logText).toContain('Overloaded');
   });
 
   it('rejects a stream that ends before message_stop', async () => {

@@ -199,11 +199,14 @@ describe('openai provider: failures', () => {
     );
     expect(err.kind).toBe('http');
     expect(err.status).toBe(500);
-    expect(err.message).toContain('500');
-    expect(err.message).toContain('upstream exploded');
-    expect(err.message).not.toContain(KEY);
-    expect(err.message).not.toContain('SECRETKEY');
-    expect(err.message.toLowerCase()).not.toContain('bearer');
+    // The message is for clients: the provider and the status only. The upstream's text is the log's (`detail`).
+    expect(err.message).toBe('openai: HTTP 500');
+    expect(err.detail).toContain('upstream exploded');
+    for (const text of [err.message, err.logText]) {
+      expect(text).not.toContain(KEY);
+      expect(text).not.toContain('SECRETKEY');
+      expect(text.toLowerCase()).not.toContain('bearer');
+    }
     expect(fake.requests).toHaveLength(1); // maxRetries 0: no hidden second call
   });
 
@@ -213,7 +216,7 @@ describe('openai provider: failures', () => {
       createProvider(config()).complete({ messages: [{ role: 'user', content: 'x' }], tools: [] }),
     );
     expect(err).toMatchObject({ kind: 'http', status: 401 });
-    expect(err.message).not.toContain('sk-proj');
+    expect(err.logText).not.toContain('sk-proj');
   });
 
   it('maps a refused connection to kind network', async () => {
@@ -327,7 +330,8 @@ describe('openai provider: failures', () => {
       createProvider(config()).complete({ messages: [{ role: 'user', content: 'x' }], tools: [] }),
     );
     expect(err.kind).toBe('http');
-    expect(err.message).toContain('model overloaded');
+    expect(err.message).toBe('openai: error in stream');
+    expect(err.logText).toContain('model overloaded');
   });
 
   it('rethrows an exception from onDelta as is', async () => {

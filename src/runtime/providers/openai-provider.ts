@@ -16,7 +16,7 @@ import type {
   ToolCall,
   ToolSpec,
 } from './provider.js';
-import { isRecord, networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
+import { isRecord, networkCode, ProviderError, upstreamDetail } from './provider-error.js';
 
 /** The model and endpoint used when `provider.model` / `provider.base_url` are null. */
 export { OPENAI_DEFAULT_BASE_URL, OPENAI_DEFAULT_MODEL } from './defaults.js';
@@ -83,11 +83,10 @@ export class OpenAIProvider implements ModelProvider {
     if (err instanceof ProviderError) return err;
     if (guard.outcome) return this.stopped(guard.outcome);
     if (err instanceof HttpStatusError || err instanceof StreamErrorEvent) {
-      const detail = serverErrorMessage(err instanceof HttpStatusError ? err.body : { error: err.error });
-      const suffix = detail ? `: ${redactSecrets(detail, this.secrets)}` : '';
+      const detail = upstreamDetail(err instanceof HttpStatusError ? err.body : { error: err.error }, this.secrets);
       return err instanceof HttpStatusError
-        ? new ProviderError(`openai: HTTP ${err.status}${suffix}`, 'http', err.status)
-        : new ProviderError(`openai: error in stream${suffix}`, 'http');
+        ? new ProviderError(`openai: HTTP ${err.status}`, 'http', err.status, undefined, detail)
+        : new ProviderError('openai: error in stream', 'http', undefined, undefined, detail);
     }
     if (err instanceof SyntaxError) {
       return new ProviderError('openai: malformed stream (invalid JSON)', 'invalid_response');

@@ -1,7 +1,10 @@
 /**
- * The one error type every model provider throws. Messages are short, meant
- * for logs and the `UPSTREAM_ERROR` envelope, and never carry the api key,
- * request headers or anything that looks like a credential.
+ * The one error type every model provider throws. Its message is short and
+ * stable (the provider's name and what went wrong: `openai: HTTP 500`,
+ * `anthropic: timed out …`), meant for the `UPSTREAM_ERROR` envelope and
+ * health; it never carries the upstream's own text, the api key, request
+ * headers or anything that looks like a credential. The upstream's text, with
+ * secrets redacted, travels apart in `detail`, for the log only.
  */
 
 /** What went wrong, coarsely: enough for the agent loop to pick a turn status and for an operator to act. */
@@ -17,9 +20,16 @@ export class ProviderError extends Error {
     readonly kind: ProviderErrorKind,
     readonly status?: number,
     readonly code?: string,
+    /** The upstream's own error text, secrets redacted and truncated: for the log, never for a client. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = 'ProviderError';
+  }
+
+  /** The message and, when there is one, the upstream's redacted text: for log lines and the local doctor only. */
+  get logText(): string {
+    return this.detail ? `${this.message}: ${this.detail}` : this.message;
   }
 
   /**
@@ -77,6 +87,12 @@ export function serverErrorMessage(body: unknown): string | null {
   if (typeof body.message === 'string' && body.message) return body.message;
   if (isRecord(body.error) && typeof body.error.message === 'string' && body.error.message) return body.error.message;
   return null;
+}
+
+/** The human message of an upstream error body, secrets redacted (`redactSecrets`); undefined when it has none. */
+export function upstreamDetail(body: unknown, secrets: ReadonlyArray<string | null | undefined>): string | undefined {
+  const detail = serverErrorMessage(body);
+  return detail ? redactSecrets(detail, secrets) || undefined : undefined;
 }
 
 /** Narrowing helper for parsed JSON. */
@@ -137,13 +153,12 @@ export function sdkErrorToProviderError(
     );
   }
   if (err instanceof classes.APIError) {
-    const detail = serverErrorMessage(err.error);
-    const suffix = detail ? `: ${redactSecrets(detail, options.secrets)}` : '';
+    const detail = upstreamDetail(err.error, options.secrets);
     if (typeof err.status === 'number') {
-      return new ProviderError(`${label}: HTTP ${err.status}${suffix}`, 'http', err.status);
+      return new ProviderError(`${label}: HTTP ${err.status}`, 'http', err.status, undefined, detail);
     }
     // An error event inside an otherwise successful stream (e.g. overloaded_error).
-    return new ProviderError(`${label}: error in stream${suffix}`, 'http');
+    return new ProviderError(`${label}: error in stream`, 'http', undefined, undefined, detail);
   }
   if (err instanceof SyntaxError) {
     return new ProviderError(`${label}: malformed stream (invalid JSON)`, 'invalid_response');

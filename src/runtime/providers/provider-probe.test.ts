@@ -113,15 +113,16 @@ describe('the models probe', () => {
     expect(err.kind).toBe('http');
     expect(err.status).toBe(401);
     expect(err.reason).toBe('HTTP 401');
-    expect(err.message).toMatch(/^openai: HTTP 401: Incorrect API key provided/);
-    expect(err.message).not.toContain(KEY);
-    expect(err.message).not.toContain('SECRETKEY');
+    expect(err.message).toBe('openai: HTTP 401');
+    expect(err.logText).toMatch(/^openai: HTTP 401: Incorrect API key provided/);
+    expect(err.logText).not.toContain(KEY);
+    expect(err.logText).not.toContain('SECRETKEY');
   });
 
   it('5xx fails; 404 (no models list offered) counts as reachable', async () => {
     scripted.answer = { status: 503, body: 'overloaded' };
     expect(
-      (await failure(createModelsProbe(config({ base_url: scripted.url }))!(new AbortController().signal))).message,
+      (await failure(createModelsProbe(config({ base_url: scripted.url }))!(new AbortController().signal))).logText,
     ).toBe('openai: HTTP 503: overloaded');
     scripted.answer = { status: 404, body: { error: { message: 'not found' } } };
     await createModelsProbe(config({ base_url: scripted.url }))!(new AbortController().signal);

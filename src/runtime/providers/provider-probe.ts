@@ -1,6 +1,6 @@
 import { ANTHROPIC_DEFAULT_BASE_URL, OPENAI_DEFAULT_BASE_URL } from './defaults.js';
 import type { ProviderConfig } from './provider.js';
-import { networkCode, ProviderError, redactSecrets, serverErrorMessage } from './provider-error.js';
+import { networkCode, ProviderError, upstreamDetail } from './provider-error.js';
 
 /** `anthropic-version` sent with the Anthropic models call (the one the SDK sends). */
 const ANTHROPIC_VERSION = '2023-06-01';
@@ -56,9 +56,8 @@ export function createModelsProbe(config: ProviderConfig): ((signal: AbortSignal
       await response.body?.cancel().catch(() => undefined);
       return;
     }
-    const detail = serverErrorMessage(parseJson(await readBounded(response)));
-    const suffix = detail ? `: ${redactSecrets(detail, secrets)}` : '';
-    throw new ProviderError(`${label}: HTTP ${response.status}${suffix}`, 'http', response.status);
+    const detail = upstreamDetail(parseJson(await readBounded(response)), secrets);
+    throw new ProviderError(`${label}: HTTP ${response.status}`, 'http', response.status, undefined, detail);
   };
 }
 
