@@ -41,6 +41,11 @@ export interface Child {
   line(stream: 'stdout' | 'stderr', pattern: RegExp): Promise<string>;
   /** The last output lines of both streams, interleaved, for error reports. */
   tail(): string;
+  /**
+   * Sends `signal` to the child's whole process group (spawned with `group`), as a supervisor stopping a
+   * service does; without a group of its own, to the child alone. Returns at once: nothing waits for the reaping.
+   */
+  killGroup(signal: NodeJS.Signals): void;
 }
 
 /** How to spawn one `node` child. */
@@ -58,6 +63,8 @@ export interface SpawnOptions {
   stdin?: 'pipe' | 'ignore';
   /** Lines kept per stream (default: all). */
   keepLines?: number;
+  /** Runs the child as the leader of a process group of its own, so `killGroup` reaches all it started. */
+  group?: boolean;
 }
 
 const children = new Set<Child>();
@@ -69,6 +76,7 @@ export function spawnNode(options: SpawnOptions): Child {
     cwd: options.cwd,
     env: options.env,
     stdio: [options.stdin ?? 'ignore', 'pipe', 'pipe'],
+    detached: options.group === true,
   });
   if (proc.pid === undefined) throw new Error(`${options.name}: spawn failed`);
   const keep = options.keepLines ?? Infinity;
@@ -148,6 +156,14 @@ export function spawnNode(options: SpawnOptions): Child {
       return new Promise((resolve) => waiters.push({ stream, pattern, resolve }));
     },
     tail,
+    killGroup(signal) {
+      try {
+        if (options.group) process.kill(-proc.pid!, signal);
+        else proc.kill(signal);
+      } catch {
+        // already gone
+      }
+    },
   };
   children.add(child);
   void exited.then(() => children.delete(child));
@@ -193,6 +209,8 @@ export interface GatewaySpawnOptions {
   startTimeoutMs?: number;
   stdin?: 'pipe' | 'ignore';
   keepLines?: number;
+  /** A process group of its own (see `SpawnOptions.group`). */
+  group?: boolean;
 }
 
 /**
@@ -214,6 +232,7 @@ export function spawnGateway(args: string[], options: GatewaySpawnOptions = {}):
     ...(options.startTimeoutMs !== undefined ? { startTimeoutMs: options.startTimeoutMs } : {}),
     ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
     ...(options.keepLines !== undefined ? { keepLines: options.keepLines } : {}),
+    ...(options.group !== undefined ? { group: options.group } : {}),
   });
 }
 
@@ -272,6 +291,6 @@ export async function stopAll(graceMs: number): Promise<void> {
 /** Last resort (synchronous: `process.on('exit')`, a test's afterEach): SIGKILL every child still running. */
 export function killAllNow(): void {
   for (const child of children) {
-    if (child.process.exitCode === null && child.process.signalCode === null) child.process.kill('SIGKILL');
+    if (child.process.exitCode === null && child.process.signalCode === null) child.killGroup('SIGKILL');
   }
 }

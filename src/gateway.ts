@@ -45,8 +45,8 @@ import {
   skillTools,
   skillsSystemContext,
 } from './skills/index.js';
-import { openStore } from './store/index.js';
-import { claimInstanceFile, instanceIdOf } from './cluster/index.js';
+import { claimInstance, openStore } from './store/index.js';
+import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { presentTask, TaskRunner, TaskService, taskRoutes, taskTools } from './tasks/index.js';
 import { createMessagePath, messageRoutes } from './turns/index.js';
 import { internalsOf, type Gateway, type GatewayOptions } from './gateway.handle.js';
@@ -74,7 +74,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     dataDir: config.data_dir,
     port: config.gateway.port,
   });
-  const releaseInstance = claimInstanceFile(config.data_dir, instanceId);
+  // Held until the process ends, by a lock the OS or the database frees at death (ADR 0035).
+  const instance = await claimInstance({
+    driver: config.storage.driver,
+    dataDir: config.data_dir,
+    url: config.storage.url,
+    id: instanceId,
+    events: instanceLockEvents(instanceId, () => logger),
+  });
 
   // Security and operations: the admin token, secrets kept out of every output, logs, audit, guard.
   const admin = prepareAdminToken(config);
@@ -123,7 +130,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     logger.error({ source: 'bus', err: (err as Error).message }, 'start-up refused: the bus cannot be used');
     await store.close();
     if (!options.logs) await logs.close();
-    releaseInstance();
+    await instance.release();
     throw err;
   });
   // Rate limits and the webhook's max_pending count across the gateways sharing the database (ADR 0028).
@@ -382,7 +389,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     () => logger.info({ source: 'lifecycle' }, 'shutdown complete'),
     () => logger.flush(),
     () => (options.logs ? undefined : logs.close()),
-    () => releaseInstance(),
+    () => instance.release(),
   ];
   let shutdownPromise: Promise<void> | null = null;
   const gateway: Gateway = {

@@ -15,6 +15,7 @@ import { isLoopbackHost } from '../security/host-origin.js';
 import { humanBanner, jsonBanner, type BannerFacts } from './banner.js';
 import { formatLogLine } from './commands/logs.js';
 import { CliError, EXIT, type CliIo } from './io.js';
+import { startFailure } from './start-failure.js';
 
 /** Options of `gatehouse serve`. */
 export interface ServeOptions extends CliFlags {
@@ -143,7 +144,7 @@ export async function serve(io: CliIo, options: ServeOptions): Promise<void> {
     });
   } catch (err) {
     await terminal?.logs.close(); // the gateway closes only a pipeline it built
-    throw err;
+    throw startFailure(err, config.data_dir) ?? err;
   }
   if (terminal && gateway.firstStart.adminToken) terminal.addSecret(gateway.firstStart.adminToken);
   const log = gateway.logger.child({ source: 'lifecycle' });

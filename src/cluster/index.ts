@@ -1,1 +1,2 @@
-export { claimInstanceFile, InstanceTakenError, instanceIdOf } from './instance-id.js';
+export { instanceIdOf } from './instance-id.js';
+export { instanceLockEvents } from './instance-events.js';

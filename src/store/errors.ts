@@ -16,3 +16,29 @@ export class StoreUnavailableError extends Error {
 export function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * Start-up refused: another live gateway holds this SQLite data dir (one
+ * process per SQLite database, DECISIONS §11). The message names the holder
+ * as far as it is known and PostgreSQL as the way to run several.
+ */
+export class DataDirTakenError extends Error {
+  constructor(dataDir: string, holder: string) {
+    super(
+      `data dir ${dataDir} is in use by ${holder}: SQLite serves one gateway per data dir. Stop that one, give ` +
+        'this one its own data_dir, or run several gateways on PostgreSQL (storage.driver: postgres)',
+    );
+    this.name = 'DataDirTakenError';
+  }
+}
+
+/** Start-up refused: another live process runs under the same instance id on the shared database. */
+export class InstanceTakenError extends Error {
+  constructor(id: string, holder: string) {
+    super(
+      `${holder} runs as instance ${id}: stop it, or give this one its own cluster.instance_id, gateway.port or ` +
+        'data_dir',
+    );
+    this.name = 'InstanceTakenError';
+  }
+}

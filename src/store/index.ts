@@ -9,7 +9,13 @@ export type {
   TurnsTable,
   UsageRecordsTable,
 } from './database.js';
-export { StoreUnavailableError } from './errors.js';
+export { DataDirTakenError, InstanceTakenError, StoreUnavailableError } from './errors.js';
+export {
+  claimInstance,
+  type InstanceClaim,
+  type InstanceClaimOptions,
+  type InstanceLockEvents,
+} from './instance-claim.js';
 export {
   COLLECTIONS,
   type ChunkRow,

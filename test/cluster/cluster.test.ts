@@ -22,12 +22,13 @@ import {
   ADMIN_TOKEN,
   API_TOKEN,
   call,
+  type E2EHome,
   e2eHome,
+  killNow,
   removeE2EHomes,
+  type Running,
   startGateway,
   stopGateway,
-  type E2EHome,
-  type Running,
 } from '../e2e/helpers.js';
 
 const postgres = testBackends().find((backend) => backend.name === 'postgres')!;
@@ -432,11 +433,11 @@ describe.skipIf(postgres.skip)('a gateway restarted on PostgreSQL', () => {
       interval: 10,
     });
     for (let i = 0; i < 2; i++) expect((await send(first.url, 'restart', `queued ${i}`)).status).toBe(202);
-    first.gw.process.kill('SIGKILL');
-    await first.gw.exited;
+    const killed = killNow(first);
     gate.resolve();
     const startedAt = Date.now();
-    const second = await startGateway(home);
+    const second = await startGateway(home); // at once: no wait for the reaping of the first
+    expect(await killed).toBe('SIGKILL');
     const rows = await settled(db, session, 3, 10_000);
     const tookMs = Math.max(...rows.map((row) => Date.parse(row.finished_at!))) - startedAt;
     console.log(`[cluster restart] own turns settled ${tookMs} ms after the restart began`);

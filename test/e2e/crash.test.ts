@@ -14,17 +14,18 @@ import { chatRequests, echoReply, lastUserText, startFakeOpenAI, type FakeOpenAI
 import {
   API_TOKEN,
   call,
-  type Running,
   e2eHome as sqliteHome,
   getTurn,
+  killNow,
+  type MessageInput,
   pollUntil,
   postMessage,
   readSse,
   removeE2EHomes,
+  type Running,
   startGateway,
   stopGateway,
   TERMINAL,
-  type MessageInput,
   type TurnView,
 } from './helpers.js';
 
@@ -232,11 +233,12 @@ for (const store of ['sqlite', 'postgres'] as const) {
       // The model calls in flight are exactly those of the running turns.
       expect(chatRequests(openai).map(lastUserText).sort()).toEqual(runningIds.map((id) => textOf.get(id)).sort());
 
-      expect(await stopGateway(first, 'SIGKILL')).toBe('SIGKILL');
+      const killed = killNow(first);
 
       openai.always({ content: 'after restart' });
       const requestsBeforeRestart = openai.requests.length;
-      const second = await startGateway(home);
+      const second = await startGateway(home); // at once: the dead process's lock went with it
+      expect(await killed).toBe('SIGKILL');
 
       const final = new Map<string, TurnView>();
       await pollUntil(
@@ -292,17 +294,19 @@ for (const store of ['sqlite', 'postgres'] as const) {
       openai.always(echoReply);
       const home = await e2eHome(openai, NO_RATE_LIMITS);
       const acked: Array<{ key: string; input: MessageInput; eventId: string }> = [];
+      const killed: Array<Promise<number | string>> = [];
       for (let round = 0; round < 3; round++) {
         const running = await startGateway(home);
         const key = `ack-kill-${round}`;
         const input = message(`ack-kill-${round}`, `acknowledged then killed ${round}`, false);
         const ack = await postThenKill(running, input, key);
         expect(ack.status, JSON.stringify(ack.body)).toBe(202);
-        expect(await running.gw.exited).toBe('SIGKILL');
+        killed.push(running.gw.exited); // the next start does not wait for its reaping
         acked.push({ key, input, eventId: ack.body.event_id as string });
       }
 
       const after = await startGateway(home);
+      for (const exit of killed) expect(await exit).toBe('SIGKILL');
       const final = new Map<string, TurnView>();
       await pollUntil(
         'every acknowledged event in the ledger and terminal',
@@ -338,9 +342,9 @@ for (const store of ['sqlite', 'postgres'] as const) {
       const answer = await postThenKill(running, input, 'waited-kill-1');
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       expect(answer.body.status).toBe('completed');
-      expect(await running.gw.exited).toBe('SIGKILL');
 
       const after = await startGateway(home);
+      expect(await running.gw.exited).toBe('SIGKILL');
       const turn = await getTurn(after.url, answer.body.event_id as string);
       expect(turn.status).toBe(200);
       expect(turn.body.status).toBe('completed');

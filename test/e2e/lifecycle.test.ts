@@ -59,6 +59,40 @@ describe('the built server over a real socket', () => {
     expect(second.stdout.join('\n')).not.toContain(token);
   });
 
+  it('refuses a second gateway on a held SQLite data dir, whatever its port, in one line naming the holder', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const first = spawnGateway(['--port', '0', '--data-dir', dataDir]);
+    await first.ready;
+    // Another port gives another instance id: the data dir itself is what is held (one process per SQLite file).
+    const second = spawnGateway(['--port', '0', '--data-dir', dataDir]);
+    expect(await second.exited).toBe(1);
+    const text = second.stderr.join('\n');
+    expect(text).toContain(`data dir ${dataDir} is in use by another gateway (pid ${first.pid} on `);
+    expect(text).toContain('storage.driver: postgres');
+    expect(text).toContain('start-up refused');
+    expect(text).not.toMatch(/^\s+at /m); // one clear line, no stack trace
+    expect(second.stdout).toEqual([]); // refused before it logged or wrote anything
+    first.process.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+  });
+
+  it('starts at once after a SIGKILL, though a note left behind names a live process (a recycled pid)', async () => {
+    const dataDir = join(tempDir(), 'data');
+    const first = spawnGateway(['--port', '0', '--data-dir', dataDir], { group: true });
+    await first.ready;
+    first.killGroup('SIGKILL');
+    // The note now names a live process of this machine, as after a container restart where the pid was reused.
+    writeFileSync(
+      join(dataDir, 'gatehouse.lock.json'),
+      JSON.stringify({ pid: process.pid, host: 'x', started_at: '' }),
+    );
+    const second = spawnGateway(['--port', '0', '--data-dir', dataDir]); // no wait for the reaping of the first
+    await second.ready;
+    expect(await first.exited).toBe('SIGKILL');
+    second.process.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
   it('refuses to start with every configuration error listed', async () => {
     const dir = tempDir();
     const configFile = join(dir, 'gatehouse.yaml');

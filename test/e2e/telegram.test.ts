@@ -9,7 +9,16 @@
 import { describe, expect, it } from 'vitest';
 import { echoReply, startFakeOpenAI, type FakeOpenAI } from '../helpers/fake-openai.js';
 import { startFakeTelegram, type FakeTelegram, type SentMessage } from '../helpers/fake-telegram.js';
-import { ADMIN_TOKEN, call, pollUntil, startGateway, stopGateway, type E2EHome, type Running } from './helpers.js';
+import {
+  ADMIN_TOKEN,
+  call,
+  type E2EHome,
+  killNow,
+  pollUntil,
+  type Running,
+  startGateway,
+  stopGateway,
+} from './helpers.js';
 import {
   channelConnected,
   channelView,
@@ -104,11 +113,11 @@ describe('telegram channel in the built server', () => {
       openai.requests.some((r) => JSON.stringify(r).includes('first message')) ? true : undefined,
     );
     expect(inChat(telegram, 20)).toHaveLength(0);
-    first.gw.process.kill('SIGKILL');
-    await stopGateway(first, 'SIGKILL');
+    const killed = killNow(first);
     telegram.releasePolls();
 
     const second = await startGateway(h);
+    expect(await killed).toBe('SIGKILL');
     await connected(second);
     // Telegram delivers both updates again (the process may have died before confirming them).
     telegram.redeliver(a);
@@ -143,11 +152,12 @@ describe('telegram channel in the built server', () => {
       (await turnsOf(first.url, 25)).some((t) => t.status === 'completed') ? true : undefined,
     );
     expect(inChat(telegram, 25)).toHaveLength(0);
-    await stopGateway(first, 'SIGKILL');
+    const killedAgain = killNow(first);
     telegram.releasePolls();
     telegram.clearFailures(); // Telegram answers again
 
     const second = await startGateway(h);
+    expect(await killedAgain).toBe('SIGKILL');
     await connected(second);
     const reply = await replyIn(telegram, 25, 'fake: answer me once');
     expect(await turnsOf(second.url, 25)).toHaveLength(1);

@@ -13,7 +13,7 @@ import { useCleanups } from '../helpers/cleanups.js';
 import { deferred } from '../helpers/deferred.js';
 import { chatRequests, echoReply, type FakeOpenAI } from '../helpers/fake-openai.js';
 import { adminHeaders, apiHeaders, deepMerge, useHarness, type Harness } from '../helpers/harness.js';
-import { e2eHome, pollUntil, removeE2EHomes, startGateway, stopGateway, within } from './helpers.js';
+import { e2eHome, killNow, pollUntil, removeE2EHomes, startGateway, stopGateway, within } from './helpers.js';
 
 const SECRET = 's3cret';
 
@@ -602,9 +602,10 @@ describe('webhook channel: the built server', () => {
     const original = await send(await webhookUrl(first.gw), body);
     expect(original.status).toBe(200);
     expect(original.body.response).toBe('fake: remember me');
-    expect(await stopGateway(first, 'SIGKILL')).toBe('SIGKILL');
+    const killed = killNow(first);
 
     const second = await startGateway(home);
+    expect(await killed).toBe('SIGKILL');
     const replay = await send(await webhookUrl(second.gw), body);
     expect(replay.status).toBe(200);
     expect(replay.body).toEqual(original.body);

@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { killAllNow } from '../../bench/processes.js';
+import { killAllNow, spawnGateway } from '../../bench/processes.js';
 import {
   e2eHome,
   getTurn,
@@ -21,6 +21,7 @@ import {
   postMessage,
   removeE2EHomes,
   startGateway,
+  stopGateway,
   TERMINAL,
   type E2EHome,
   type MessageInput,
@@ -242,6 +243,39 @@ describe('store outages under load, healed without a restart', () => {
     await new Promise((resolve) => setTimeout(resolve, 8_000));
     disk.free();
     await healsWithoutRestart('sqlite', running, load, health, openai, Date.now());
+  });
+
+  it('SQLite: a start on a full disk is one clear line, and the next start once space is back runs', async (ctx) => {
+    const openai = await startFakeOpenAI();
+    cleanups.push(() => openai.close());
+    openai.always(echoReply);
+    const disk = mountSmallDisk(20 * 1024);
+    if (!disk) return ctx.skip(); // not root: cannot mount a small disk here
+    cleanups.push(() => disk.unmount());
+    const dataDir = join(disk.dir, 'data');
+    const home: E2EHome = e2eHome(openai, { ...NO_RATE_LIMITS, data_dir: dataDir });
+    mkdirSync(dataDir, { recursive: true });
+    const first = await startGateway(home);
+    const load = keyedLoad(first.url);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    first.gw.killGroup('SIGKILL'); // the WAL stays behind, as after a crash
+    await load.stop();
+    const acked = load.acks;
+    expect(acked.length).toBeGreaterThan(0);
+
+    disk.fill();
+    const refused = spawnGateway(['--config', home.configFile], { startTimeoutMs: 15_000 });
+    expect(await refused.exited).toBe(1);
+    const text = refused.stderr.join('\n');
+    expect(text).toContain(
+      `gatehouse: data dir ${dataDir}: the disk is full (SQLite could not write); free some space`,
+    );
+    expect(text).not.toMatch(/^\s+at /m);
+
+    disk.free();
+    const again = await startGateway(home);
+    for (const ack of acked) expect((await getTurn(again.url, ack.eventId)).status).toBe(200); // nothing lost
+    expect(await stopGateway(again, 'SIGTERM')).toBe(0);
   });
 
   it('PostgreSQL: backends terminated for 6 s, then connections refused for 8 s', async () => {

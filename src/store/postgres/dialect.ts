@@ -26,7 +26,8 @@ export interface PostgresDialectOptions {
 /** pg is loaded only when PostgreSQL is configured, so a SQLite gateway does not carry it in memory. */
 const requireModule = createRequire(import.meta.url);
 let pgModule: typeof PgModule | undefined;
-function loadPg(): typeof PgModule {
+/** The `pg` module, loaded on first use. */
+export function loadPg(): typeof PgModule {
   pgModule ??= requireModule('pg') as typeof PgModule;
   return pgModule;
 }
@@ -91,7 +92,8 @@ const parserFor: typeof PgModule.types.getTypeParser = (oid, format) => {
   return parser;
 };
 
-function parsePostgresUrl(raw: string | null | undefined): URL {
+/** `storage.url` as a URL; throws an Error naming the key (never echoing the URL) when it is missing or not postgres. */
+export function parsePostgresUrl(raw: string | null | undefined): URL {
   if (raw === null || raw === undefined || raw.trim() === '') {
     throw new Error(
       'storage.url is required when storage.driver is "postgres" (postgres://user:password@host:port/database)',

@@ -36,9 +36,19 @@ export function sqliteWalPath(dataDir: string): string {
 const WAL_AUTOCHECKPOINT_PAGES = 4000;
 
 /**
+ * Bytes the WAL is cut back to whenever a checkpoint lets it start over
+ * (`journal_size_limit`). Without it the WAL file keeps its peak size for
+ * good: 16 MB in steady state, more after a checkpoint was held back, which
+ * on a small disk stayed taken after a disk-full episode and filled the disk
+ * again by itself. Cost: the file grows back past this limit once per
+ * checkpoint cycle (ADR 0035 has the bench figures).
+ */
+export const WAL_SIZE_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/**
  * Opens (creating when missing) `<dataDir>/gatehouse.db` with WAL,
  * synchronous=NORMAL, busy_timeout=5000, foreign_keys=ON, a checkpoint every
- * 4000 WAL pages. The directory is
+ * 4000 WAL pages, the WAL cut back to 4 MB after each. The directory is
  * 0700 and the database 0600 (SQLite gives the WAL and shared-memory files
  * the database's mode); wider modes left by an older install are tightened.
  *
@@ -65,6 +75,7 @@ export function createSqliteDialect(dataDir: string): Dialect {
     for (const suffix of ['-wal', '-shm']) tightenPrivateFileSync(`${path}${suffix}`);
     database.pragma('synchronous = NORMAL');
     database.pragma(`wal_autocheckpoint = ${WAL_AUTOCHECKPOINT_PAGES}`);
+    database.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
     database.pragma('foreign_keys = ON');
   } catch (error) {
     database?.close();
