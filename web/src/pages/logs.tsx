@@ -1,13 +1,14 @@
 /**
- * Logs (`#/logs`, admin): the newest entries (GET /logs), then a live tail (GET /logs?follow=true, SSE read
- * with `fetch` streaming since `EventSource` cannot send the token header). After a drop the tail reconnects
- * with `Last-Event-ID`, so no entry is lost or shown twice (ADR 0017). Level and source filter on the server,
- * the text filter here; pause holds new entries back; export downloads the shown lines as JSONL, built in the
- * page with no server round trip.
+ * Logs (`#/logs`, admin): the newest entries (GET /logs, the typed client), then a live tail
+ * (GET /logs?follow=true, read by `followStream` of `web/src/sse.ts`). The tail starts after the page's
+ * `X-Log-Cursor` and after a drop reconnects with `Last-Event-ID`, so no entry is lost or shown twice
+ * (ADR 0017). Level and source filter on the server, the text filter here; pause holds new entries back;
+ * export downloads the shown lines as JSONL, built in the page with no server round trip.
  */
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { apiError, must } from '../errors';
+import { must } from '../errors';
 import type { PageProps } from '../page';
+import { followStream } from '../sse';
 import { ErrorBox, utcText } from '../ui';
 import { Table } from '../ui/table';
 
@@ -35,36 +36,6 @@ const RETRY_MAX_MS = 15_000;
 
 type TailState = 'connecting' | 'following' | 'reconnecting' | 'stopped';
 
-/** One parsed SSE event. */
-interface SseEvent {
-  id: string | undefined;
-  event: string;
-  data: string;
-}
-
-/** Splits a text buffer into complete SSE events; returns them and the unfinished rest. */
-function parseSse(buffer: string): { events: SseEvent[]; rest: string } {
-  const events: SseEvent[] = [];
-  const blocks = buffer.replace(/\r\n?/g, '\n').split('\n\n');
-  const rest = blocks.pop() ?? '';
-  for (const block of blocks) {
-    let id: string | undefined;
-    let event = 'message';
-    const data: string[] = [];
-    for (const line of block.split('\n')) {
-      if (line === '' || line.startsWith(':')) continue;
-      const colon = line.indexOf(':');
-      const field = colon === -1 ? line : line.slice(0, colon);
-      const value = colon === -1 ? '' : line.slice(colon + 1).replace(/^ /, '');
-      if (field === 'id') id = value;
-      else if (field === 'event') event = value;
-      else if (field === 'data') data.push(value);
-    }
-    if (data.length > 0 || id !== undefined) events.push({ id, event, data: data.join('\n') });
-  }
-  return { events, rest };
-}
-
 /** A log entry from an event's JSON, or null when it is not one. */
 function lineOf(raw: unknown, key: string): LogLine | null {
   const e = raw as Partial<LogLine> | null;
@@ -72,17 +43,6 @@ function lineOf(raw: unknown, key: string): LogLine | null {
   const level = LEVELS.includes(e.level as Level) ? (e.level as Level) : 'info';
   const metadata = e.metadata && typeof e.metadata === 'object' ? e.metadata : {};
   return { key, timestamp: e.timestamp, level, source: e.source, message: e.message, metadata };
-}
-
-/** The error an answer that is not a stream carries (the envelope's message and request id). */
-async function streamError(response: Response): Promise<Error> {
-  let body: unknown;
-  try {
-    body = await response.json();
-  } catch {
-    body = undefined;
-  }
-  return apiError(body, response);
 }
 
 const timeOfDay = new Intl.DateTimeFormat(undefined, {
@@ -133,66 +93,24 @@ export default function LogsPage({ api, token, role }: PageProps) {
     if (role !== 'admin') return;
     const controller = new AbortController();
     const { signal } = controller;
-    let lastId: string | null = null;
-    let retry = RETRY_START_MS;
     const query = { level, ...(appliedSource ? { source: appliedSource } : {}) };
     setLines([]);
     setHeld([]);
     setError(undefined);
     setState('connecting');
 
-    const add = (entries: LogLine[]) => {
-      if (entries.length === 0) return;
-      if (pausedRef.current) setHeld((h) => [...h, ...entries].slice(-MAX_HELD));
-      else setLines((l) => [...l, ...entries].slice(-MAX_LINES));
-    };
-
-    const sleep = (ms: number) =>
-      new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, ms);
-        signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-      });
-
-    const follow = async (): Promise<void> => {
-      const params = new URLSearchParams({ follow: 'true', level });
-      if (appliedSource) params.set('source', appliedSource);
-      const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'text/event-stream' };
-      if (lastId) headers['last-event-id'] = lastId;
-      const response = await fetch(`/api/v1/logs?${params.toString()}`, { headers, signal, cache: 'no-store' });
-      if (!response.ok || !response.body) throw await streamError(response);
-      setState('following');
-      setError(undefined);
-      retry = RETRY_START_MS;
-      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = '';
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        const parsed = parseSse(buffer + value);
-        buffer = parsed.rest;
-        const batch: LogLine[] = [];
-        for (const event of parsed.events) {
-          if (event.id) lastId = event.id;
-          if (event.event !== 'log') continue;
-          let data: unknown;
-          try {
-            data = JSON.parse(event.data);
-          } catch {
-            continue;
-          }
-          const line = lineOf(data, event.id ?? `live-${Date.now()}-${batch.length}`);
-          if (line) batch.push(line);
-        }
-        add(batch);
-      }
+    const add = (entry: LogLine) => {
+      if (pausedRef.current) setHeld((h) => [...h, entry].slice(-MAX_HELD));
+      else setLines((l) => [...l, entry].slice(-MAX_LINES));
     };
 
     const run = async () => {
+      // The follow continues exactly after the first page (nothing logged in between is missed or shown twice).
+      let cursor: string | undefined;
       try {
         const call = api.GET('/api/v1/logs', { params: { query: { ...query, limit: 200 } } });
         const page = await must(call);
-        // The follow continues exactly after this page (nothing logged in between is missed).
-        lastId = (await call).response.headers.get('x-log-cursor') ?? lastId;
+        cursor = (await call).response.headers.get('x-log-cursor') ?? undefined;
         const items = typeof page === 'string' ? [] : page.items; // a string only for the stream variant
         const first = items
           .map((item, i) => lineOf(item, `page-${i}`))
@@ -203,18 +121,31 @@ export default function LogsPage({ api, token, role }: PageProps) {
         if (signal.aborted) return;
         setError(failure);
       }
-      while (!signal.aborted) {
-        try {
-          await follow();
-        } catch (failure) {
-          if (signal.aborted) return;
-          setError(failure);
-        }
-        if (signal.aborted) return;
-        setState('reconnecting');
-        await sleep(retry);
-        retry = Math.min(retry * 2, RETRY_MAX_MS);
-      }
+      const params = new URLSearchParams({ follow: 'true', level });
+      if (appliedSource) params.set('source', appliedSource);
+      let unnamed = 0;
+      await followStream(
+        {
+          path: `/api/v1/logs?${params.toString()}`,
+          token,
+          signal,
+          ...(cursor !== undefined ? { lastEventId: cursor } : {}),
+          retryMs: { first: RETRY_START_MS, max: RETRY_MAX_MS },
+          onConnect: () => {
+            setState('following');
+            setError(undefined);
+          },
+          onDrop: (failure) => {
+            if (failure !== undefined) setError(failure);
+            setState('reconnecting');
+          },
+        },
+        (event) => {
+          if (event.event !== 'log') return;
+          const line = lineOf(event.data, event.id ?? `live-${++unnamed}`);
+          if (line) add(line);
+        },
+      );
     };
     void run();
     return () => {
