@@ -27,7 +27,7 @@ export {
 } from './fulltext.js';
 export { GroupCommit, type GroupCommitOptions, type GroupCommitStats, type WriteOp } from './group-commit.js';
 export { heartbeat, liveInstances, liveOwners, registerInstance, removeInstance } from './instances.repo.js';
-export { StoreFaults, type StoreFaultMode } from './guarded-dialect.js';
+export { StoreFaults, type StoreFaultMode } from './store-faults.js';
 export { getMeta, setMeta } from './meta.repo.js';
 export { prepared, preparedSql, PreparedQuery } from './prepared.js';
 export { type Migration } from './migrate.js';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { describeBackends, type TestStore } from '../../test/helpers/stores.js';
 import { StoreUnavailableError } from './errors.js';
-import { StoreFaults } from './guarded-dialect.js';
+import { StoreFaults } from './store-faults.js';
 import { prepared } from './prepared.js';
 
 const byKey = prepared((ex, input: { key: string }) =>
