@@ -6,7 +6,9 @@ import { secretValues } from './config/config.redact.js';
 import { cronRoutes, presentCronRun } from './cron/index.js';
 import { isDashboardRoute, registerDashboardRoutes } from './dashboard/index.js';
 import { asyncApiRoutes, docsRoutes } from './docs/index.js';
-import { EventBus, openClusterBus, publishWrites, turnsTopicEvent } from './events/index.js';
+import { EventBus, openClusterBus, turnsTopicEvent } from './events/index.js';
+import { createGuard } from './http/guard.js';
+import { publishWrites } from './http/publish-writes.js';
 import { healthRoutes, ProviderHealth } from './health/index.js';
 import type { RouteDef } from './http/route.js';
 import { buildHttpServer } from './http/server.js';
@@ -27,7 +29,7 @@ import { createTokenScrubber } from './security/audit.js';
 import { createIdentityPolicy } from './security/identity.js';
 import { createSecurity, prepareAdminToken } from './security/security.js';
 import { ClusterCounts } from './security/cluster-counts.js';
-import { securityRoutes } from './security/security.routes.js';
+import { securityRoutes } from './self-audit/index.js';
 import { SessionService, sessionRoutes } from './sessions/index.js';
 import {
   agentListener,
@@ -48,7 +50,7 @@ import {
 import { claimInstance, openStore } from './store/index.js';
 import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { presentTask, TaskRunner, TaskService, taskRoutes, taskTools } from './tasks/index.js';
-import { createMessagePath, messageRoutes } from './turns/index.js';
+import { createMessagePath, messageRoutes, sessionMessageRoutes } from './turns/index.js';
 import { internalsOf, type Gateway, type GatewayOptions } from './gateway.handle.js';
 
 export { gatewayInternals, type Gateway, type GatewayInternals, type GatewayOptions } from './gateway.handle.js';
@@ -145,7 +147,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     scrub,
     ...(clusterCounts ? { sharedCounts: clusterCounts.windows } : {}),
   });
-  const { audit, guard } = security;
+  const { audit } = security;
+  const guard = createGuard({ config, clock, ...security });
   settings.onChange(rateLimitListener(security.rateLimits));
   const pairing = createPairingService({ store, clock, auth, audit });
   const identity = createIdentityPolicy({ auth, isPaired: (p, u) => pairing.isPaired(p, u), audit });
@@ -306,12 +309,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       version: packageVersion,
       uptimeSeconds: () => (clock.now() - startedAt) / 1000,
     }),
-    ...publishWrites(sessionRoutes({ service: sessions, messages, replyTimeoutMs }), bus, 'sessions'),
+    ...publishWrites(sessionRoutes({ service: sessions }), bus.publisher('sessions')),
+    ...publishWrites(sessionMessageRoutes({ sessions, messages, replyTimeoutMs }), bus.publisher('sessions')),
     ...messageRoutes(messages),
     ...openAiRoutes({ messages, ids, clock, replyTimeoutMs }),
     ...messages.routes(),
     ...pairingRoutes({ service: pairing, auth }),
-    ...publishWrites(cronRoutes({ store, clock, ids, runner: cron }), bus, 'cron'),
+    ...publishWrites(cronRoutes({ store, clock, ids, runner: cron }), bus.publisher('cron')),
     ...channelRoutes(channels),
     ...logRoutes(logs),
     ...settingsRoutes({ service: settings, logger }),
@@ -327,7 +331,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...skillRoutes({ service: skills }),
     ...taskRoutes({ service: taskService }),
     ...memoryRoutes({ service: memory }),
-    ...publishWrites(knowledgeRoutes({ service: knowledge }), bus, 'knowledge'),
+    ...publishWrites(knowledgeRoutes({ service: knowledge }), bus.publisher('knowledge')),
     ...metricsRoutes(metrics),
     ...docsRoutes({
       routes: () => routes,

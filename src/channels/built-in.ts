@@ -2,7 +2,7 @@ import type { Config } from '../config/config.schema.js';
 import type { EventBus } from '../events/index.js';
 import type { Guard } from '../http/guard.js';
 import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { AuditLog } from '../security/audit.js';
 import type { IdentityCheck } from '../security/identity.js';
 import type { RateLimiter } from '../security/rate-limit.js';

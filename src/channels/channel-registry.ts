@@ -1,7 +1,7 @@
 import type { EventBus } from '../events/index.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import { ChannelStats, type Channel, type ChannelView } from './channel.js';
 
 interface Entry {

@@ -34,3 +34,4 @@ export {
   unsubscribeFrame,
   type ServerFrame,
 } from './websocket/websocket.frames.js';
+export { SERVER_FRAMES, type DescribedServerFrame } from './websocket/websocket.server-frames.js';

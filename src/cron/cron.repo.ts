@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
 import type { Database } from '../store/index.js';
+import { listRunningCronRunsWithEndedTurns } from '../turns/index.js';
 
 /** `cron_jobs` (migration 009_cron): one row per job. */
 export interface CronJobsTable {
@@ -88,9 +89,6 @@ export const NOT_AUTHORIZED = 'not_authorized';
 
 /** Runs kept per job: the newest ones, as many as GET /cron/{id}/runs can show (limit ≤ 100, no offset). */
 export const RUNS_KEPT_PER_JOB = 100;
-
-/** Turn statuses that end a turn (the turn ledger's terminal set). */
-const TERMINAL_TURN_STATUSES = ['completed', 'incomplete', 'failed', 'interrupted'];
 
 /** Stores a new job. Rejects with the driver's unique-violation error on a duplicate id. */
 export async function insertCronJob(ex: Executor, job: CronJobRecord): Promise<CronJobRecord> {
@@ -303,16 +301,7 @@ export interface SettledRun {
  * stopped, the wait timed out, or the turn was paused for approval first.
  */
 export async function listSettledRuns(ex: Executor, limit: number): Promise<SettledRun[]> {
-  const rows = await ex
-    .selectFrom('cron_runs as r')
-    .innerJoin('turns as t', 't.event_id', 'r.event_id')
-    .selectAll('r')
-    .select(['t.status as turn_status', 't.termination_reason', 't.finished_at as turn_finished_at'])
-    .where('r.status', '=', 'running')
-    .where('t.status', 'in', TERMINAL_TURN_STATUSES)
-    .orderBy('r.id')
-    .limit(limit)
-    .execute();
+  const rows = await listRunningCronRunsWithEndedTurns(ex, limit);
   return rows.map((row) => ({
     run: toRun(row),
     turnStatus: row.turn_status,

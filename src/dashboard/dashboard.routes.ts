@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errors } from '../http/errors.js';
 import type { Guard } from '../http/guard.js';
 import type { HttpApp } from '../http/server.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import {
   createDashboardFiles,
   DASHBOARD_CSP,

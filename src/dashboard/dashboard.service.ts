@@ -3,7 +3,7 @@ import { open, realpath, type FileHandle } from 'node:fs/promises';
 import { dirname, extname, join, resolve, sep } from 'node:path';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 
 /**
  * The dashboard's built files (`dist/web/`: `index.html` + `assets/`, written by the Vite build) and the

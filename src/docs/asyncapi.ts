@@ -4,12 +4,14 @@ import {
   interruptFrame,
   messageFrame,
   pingFrame,
+  SERVER_FRAMES,
   subscribeFrame,
   unsubscribeFrame,
 } from '../channels/index.js';
 import { logLevels } from '../config/config.schema.js';
 import { SSE_PING_MS } from '../http/sse.js';
-import { LOG_STREAM_EVENTS, MESSAGE_STREAM_EVENTS, SERVER_FRAMES, TURN_STREAM_EVENTS } from './stream-schemas.js';
+import { LOG_STREAM_EVENTS } from '../logs/index.js';
+import { MESSAGE_STREAM_EVENTS, TURN_STREAM_EVENTS } from '../turns/index.js';
 
 type Json = Record<string, unknown>;
 

@@ -113,6 +113,14 @@ export class EventBus {
     return this.forward !== null || this.hasLocalListeners(topic);
   }
 
+  /** `topic`'s side of the bus for one resource's writes (http's `publishWrites`). */
+  publisher(topic: Topic): { hasListeners(): boolean; publish(event: string, data: Record<string, unknown>): void } {
+    return {
+      hasListeners: () => this.hasListeners(topic),
+      publish: (event, data) => this.publish(topic, event, data),
+    };
+  }
+
   /** True when a listener of `topic` is in this process. */
   hasLocalListeners(topic: Topic): boolean {
     return (this.listeners.get(topic)?.size ?? 0) > 0;

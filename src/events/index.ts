@@ -1,9 +1,8 @@
 /**
- * Events: the live feed behind WebSocket `subscribe`, the wrapper that publishes route writes on it, and the
+ * Events: the live feed behind WebSocket `subscribe` (`publisher(topic)` feeds http's route-write wrapper), and the
  * cross-process bus (ADR 0025) that carries the feed, turn events and wake-ups between gateways.
  */
 export { EventBus, TOPICS, turnsTopicEvent, type BusEvent, type BusListener, type Topic } from './event-bus.js';
-export { publishWrites } from './publish-writes.js';
 export {
   BusUnavailableError,
   busUrlForDisplay,

@@ -1,5 +1,11 @@
-import { HttpResult, type RouteDef } from '../http/route.js';
-import type { EventBus, Topic } from './event-bus.js';
+import { HttpResult, type RouteDef } from './route.js';
+
+/** Where a resource's writes are published: the live feed's topic of that resource (`EventBus.publisher`). */
+export interface WritePublisher {
+  /** False when nobody listens: the write is not published (no payload is built). */
+  hasListeners(): boolean;
+  publish(event: string, data: Record<string, unknown>): void;
+}
 
 const VERBS: Record<string, string> = {
   authorize: 'authorized',
@@ -27,9 +33,10 @@ function eventName(route: RouteDef): string {
 /**
  * Wraps the write routes of a resource so every successful write is also
  * published on the live feed (`{type: "event", topic, event, data}` on the
- * WebSocket) with the object the route answered.
+ * WebSocket) with the object the route answered, through `publisher` (the
+ * events capability's, handed over by the composition root).
  */
-export function publishWrites(routes: RouteDef[], bus: EventBus, topic: Topic): RouteDef[] {
+export function publishWrites(routes: RouteDef[], publisher: WritePublisher): RouteDef[] {
   return routes.map((route) => {
     if (route.method === 'GET') return route;
     const event = eventName(route);
@@ -37,10 +44,10 @@ export function publishWrites(routes: RouteDef[], bus: EventBus, topic: Topic): 
       ...route,
       handler: async (ctx, input) => {
         const result: unknown = await route.handler(ctx, input);
-        if (bus.hasListeners(topic)) {
+        if (publisher.hasListeners()) {
           const body = result instanceof HttpResult ? result.body : result;
           if (body && typeof body === 'object' && !Array.isArray(body)) {
-            bus.publish(topic, event, body as Record<string, unknown>);
+            publisher.publish(event, body as Record<string, unknown>);
           }
         }
         return result;

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
-import type { RateGroup } from '../security/rate-limit.js';
+import type { RateGroup } from '../lib/rate-groups.js';
 import type { ApiError } from './errors.js';
 
 /** Who may call a route (spec: Permission column; DECISIONS §4). */

@@ -1,6 +1,6 @@
 import Fastify, { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Config } from '../config/config.schema.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import { ApiError, errorEnvelope, errorResponse, errors } from './errors.js';
 import { corsAllowHeaders, type Guard, type GuardRequest } from './guard.js';
 import { parseJsonBody } from './json.js';

@@ -41,4 +41,5 @@ export {
   type LogSources,
 } from './logs.service.js';
 export { logRoutes, type LogRoutesDeps } from './logs.routes.js';
+export { LOG_STREAM_EVENTS, type LogEvent } from './logs.stream-schema.js';
 export { createLogPipeline, type LogPipeline, type LogPipelineOptions } from './log-pipeline.js';

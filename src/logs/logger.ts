@@ -2,7 +2,7 @@ import { pino, type Logger } from 'pino';
 import type { LogLevel } from '../config/config.schema.js';
 import { systemClock, type Clock } from '../lib/clock.js';
 
-export type { Logger } from 'pino';
+export type { Logger } from '../lib/logger.js';
 
 /** Where formatted log lines go besides stdout (the logs ring buffer, daily files). */
 export interface LogSink {

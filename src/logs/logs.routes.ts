@@ -3,7 +3,7 @@ import { logLevels } from '../config/config.schema.js';
 import { errors } from '../http/errors.js';
 import { defineRoute, HttpResult, HANDLED, type RequestContext, type RouteDef } from '../http/route.js';
 import { lastEventIdOf, openSse, type SseStream } from '../http/sse.js';
-import type { LogEvent } from '../docs/index.js';
+import type { LogEvent } from './logs.stream-schema.js';
 import { q } from '../http/validation.js';
 import { TooManyLogListenersError, type LogBuffer } from './log-buffer.js';
 import { levelRank, matchesFilter, type LogEntry, type LogFilter } from './log-entry.js';

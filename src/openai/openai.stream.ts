@@ -1,19 +1,13 @@
 import { errorResponse } from '../http/errors.js';
 import type { RequestContext } from '../http/route.js';
 import { openSse } from '../http/sse.js';
-import {
-  outcomeTimeout,
-  PAUSED_STATUSES,
-  type FollowOptions,
-  type FollowStep,
-  type TurnRecord,
-} from '../turns/index.js';
+import { outcomeTimeout, type FollowOptions, type TurnRecord, type TurnStep } from '../turns/index.js';
 import { openAiErrorBody, presentChunk, presentUsageChunk } from './openai.presenter.js';
 import { answerOf } from './openai.service.js';
 
 /** What streaming a completion needs from the message path. */
 export interface CompletionStreamDeps {
-  follow(eventId: string, options: FollowOptions): AsyncIterable<FollowStep>;
+  follow(eventId: string, options: FollowOptions): AsyncIterable<TurnStep>;
   /** The ledger record (the outcome is stored before its final event is published). */
   turn(eventId: string): Promise<TurnRecord | null>;
 }
@@ -46,20 +40,11 @@ export async function streamCompletion(
       signal: stream.signal,
     })) {
       if (step.kind === 'timeout') throw outcomeTimeout({ event_id: eventId });
-      if (step.kind === 'end') {
-        outcome = step.turn;
-        break;
-      }
-      const { event } = step;
-      if (event.type === 'delta' && typeof event.data.content === 'string' && event.data.content !== '') {
-        streamed += event.data.content;
-        send(presentChunk(eventId, created, { content: event.data.content }));
-      } else if (
-        event.type === 'done' ||
-        event.type === 'error' ||
-        // A pause ends the reply when it happens now; a replayed one may be over (the ledger decides).
-        (event.type === 'status' && step.live && PAUSED_STATUSES.has(String(event.data.status)))
-      ) {
+      if (step.kind === 'delta' && step.content !== '') {
+        streamed += step.content;
+        send(presentChunk(eventId, created, { content: step.content }));
+      } else if (step.kind === 'paused' || step.kind === 'ended') {
+        // The answer is built from the ledger's record (stored before the final event was published).
         outcome = await deps.turn(eventId);
         break;
       }

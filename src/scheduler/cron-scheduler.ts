@@ -18,9 +18,9 @@ import { errors } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import { createIdGenerator, type IdGenerator } from '../lib/ids.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { Store } from '../store/index.js';
-import type { Inbound } from '../turns/index.js';
+import { endReason, isTerminalStatus, type EndedTurn, type Inbound } from '../turns/index.js';
 
 /** How long POST /cron/{id}/trigger waits for its run's outcome before answering with the running run. */
 const TRIGGER_WAIT_MS = 30_000;
@@ -78,8 +78,6 @@ const MAX_BATCHES_PER_TICK = 10;
 const ABANDONED = 'abandoned';
 /** Why a run whose turn could not be accepted (queue full, store down) failed. */
 const SUBMIT_FAILED = 'submit_failed';
-/** Turn statuses that end a turn; the others (paused) leave the run running. */
-const TERMINAL_TURN_STATUSES: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'interrupted']);
 
 /**
  * Fires cron jobs on an injected clock (DECISIONS §9, §11). `tick()` does
@@ -316,8 +314,8 @@ export class CronScheduler implements CronRunner {
     const waited = (async () => {
       const turn = await this.options.waiters.wait(eventId, this.waitTimeoutMs, this.stop.signal);
       // Paused (approval, clarification), timed out or closing: a later tick's reconciliation records it.
-      if (!turn || !TERMINAL_TURN_STATUSES.has(turn.status)) return;
-      await this.finish(run.id, outcomeOf(turn.status, turn.terminationReason), turn.finishedAt);
+      if (!turn || !isTerminalStatus(turn.status)) return;
+      await this.finish(run.id, runOutcome(endReason(turn.status, turn.terminationReason)), turn.finishedAt);
     })()
       .catch((err: unknown) => this.log.warn({ run_id: run.id, err: describe(err) }, 'cron run outcome not recorded'))
       .finally(() => {
@@ -334,7 +332,7 @@ export class CronScheduler implements CronRunner {
     for (const settled of await listSettledRuns(store.db, this.batchSize)) {
       await this.finish(
         settled.run.id,
-        outcomeOf(settled.turnStatus, settled.terminationReason),
+        runOutcome(endReason(settled.turnStatus, settled.terminationReason)),
         settled.turnFinishedAt,
       );
     }
@@ -369,13 +367,11 @@ export class CronScheduler implements CronRunner {
 }
 
 /** A run's ending from its turn's: completed, or failed with the turn's termination reason (else its status). */
-function outcomeOf(
-  turnStatus: string,
-  terminationReason: string | null,
-): { status: 'completed' | 'failed'; reason: string | null } {
-  return turnStatus === 'completed'
-    ? { status: 'completed', reason: null }
-    : { status: 'failed', reason: terminationReason ?? turnStatus };
+function runOutcome(ended: Pick<EndedTurn, 'completed' | 'reason'>): {
+  status: 'completed' | 'failed';
+  reason: string | null;
+} {
+  return ended.completed ? { status: 'completed', reason: null } : { status: 'failed', reason: ended.reason };
 }
 
 function describe(err: unknown): string {

@@ -1,4 +1,4 @@
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { Store } from '../store/index.js';
 import { EmbeddingsError, type EmbeddingsClient } from './embeddings.js';
 import { chunksAwaitingEmbedding, forgetOtherModels, storeEmbeddings } from './search.repo.js';

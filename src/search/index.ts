@@ -5,7 +5,7 @@
  * ts_rank_cd) plus vector similarity when `embeddings.base_url` is
  * configured, with a background embedder for chunks still without a vector.
  */
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { Store } from '../store/index.js';
 import { type EmbeddingsConfig, createEmbeddingsClient } from './embeddings.js';
 import { SearchEngine } from './search.engine.js';

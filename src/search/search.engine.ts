@@ -1,4 +1,4 @@
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { ChunkRow, Collection, DocFilter, FullTextDialect, Store, TextCandidate } from '../store/index.js';
 import { EmbeddingBackfill } from './embedding-backfill.js';
 import type { EmbeddingsClient } from './embeddings.js';

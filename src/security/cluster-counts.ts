@@ -1,6 +1,6 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { Store } from '../store/index.js';
 import { type CountRow, deleteInstanceCounts, pruneCounts, readOthers, writeCounts } from './cluster-counts.repo.js';
 

@@ -1,4 +1,5 @@
 import type { Clock } from '../lib/clock.js';
+import type { RateGroup } from '../lib/rate-groups.js';
 import type { SharedWindows } from './cluster-counts.js';
 
 /**
@@ -10,11 +11,7 @@ import type { SharedWindows } from './cluster-counts.js';
  * (ADR 0028): the other processes' last-known counts are added to this one's.
  */
 
-/** The four rate-limit groups (DECISIONS §4: read = GET, write = other methods, …). */
-export type RateGroup = 'read' | 'write' | 'analytics' | 'lifecycle';
-
-/** Every rate group, in a fixed order. */
-export const RATE_GROUPS: readonly RateGroup[] = ['read', 'write', 'analytics', 'lifecycle'];
+export { RATE_GROUPS, type RateGroup } from '../lib/rate-groups.js';
 
 /** The outcome of one request against a limit; the fields feed the `X-RateLimit-*` headers. */
 export interface RateDecision {

@@ -1,19 +1,23 @@
 import type { Config } from '../config/config.schema.js';
-import { createGuard, type Guard } from '../http/guard.js';
 import type { Clock } from '../lib/clock.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import { ensureAdminToken, type AdminTokenResult } from './admin-token.js';
 import { createAuditLog, createFailureThrottle, type AuditLog } from './audit.js';
 import { isLoopbackPeer } from './host-origin.js';
 import type { SharedWindows } from './cluster-counts.js';
 import { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rate-limit.js';
-import { createTokenBook } from './tokens.js';
+import { createTokenBook, type TokenBook } from './tokens.js';
 
-/** Who may pass, as the running gateway decides it (DECISIONS §4). */
+/**
+ * Who may pass, as the running gateway decides it (DECISIONS §4): the parts
+ * http's guard is assembled from (`createGuard`, in the composition root).
+ */
 export interface Security {
   audit: AuditLog;
-  guard: Guard;
+  tokens: TokenBook;
   rateLimiter: RateLimiter;
+  /** Whether an auth failure from this peer is audited (remote failure floods throttled, local callers never). */
+  allowFailureAudit: (ip: string) => boolean;
   /** The live rate limits (the settings listener changes them in place). */
   rateLimits: RateLimiterOptions['limits'];
 }
@@ -30,9 +34,10 @@ export function prepareAdminToken(config: Config): AdminTokenResult {
 }
 
 /**
- * Builds the security pipeline: the token book (configured tokens plus the
- * first-start admin token), per-token rate limits, the fsync'd audit log
- * (remote failure floods throttled, local callers never) and the guard.
+ * Builds the security parts: the token book (configured tokens plus the
+ * first-start admin token), per-token rate limits, the fsync'd audit log and
+ * its failure throttle (remote failure floods throttled, local callers
+ * never). http's guard is assembled from them.
  */
 export function createSecurity(options: {
   config: Config;
@@ -63,13 +68,6 @@ export function createSecurity(options: {
     ...(options.sharedCounts ? { shared: options.sharedCounts } : {}),
   });
   const failureThrottle = createFailureThrottle({ clock, perMinute: 120, maxKeys: 10_000 });
-  const guard = createGuard({
-    config,
-    clock,
-    tokens,
-    rateLimiter,
-    audit,
-    allowFailureAudit: (ip) => isLoopbackPeer(ip) || failureThrottle.allow(ip),
-  });
-  return { audit, guard, rateLimiter, rateLimits };
+  const allowFailureAudit = (ip: string): boolean => isLoopbackPeer(ip) || failureThrottle.allow(ip);
+  return { audit, tokens, rateLimiter, rateLimits, allowFailureAudit };
 }

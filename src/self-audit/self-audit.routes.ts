@@ -1,8 +1,8 @@
 import type { Config } from '../config/config.schema.js';
 import { defineRoute, type RouteDef } from '../http/route.js';
-import { securityAuditReportSchema } from './security.schema.js';
-import { runSelfAudit, type FileProbe } from './self-audit.js';
-import { nodeFileProbe } from './self-audit.probe.js';
+import { nodeFileProbe, type FileProbe } from './self-audit.data-dir.js';
+import { securityAuditReportSchema } from './self-audit.schema.js';
+import { runSelfAudit } from './self-audit.js';
 
 /** Dependencies of the security routes. */
 export interface SecurityRoutesDeps {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FINDINGS, SEVERITIES, type FindingId, type SelfAuditReport, type Severity } from './self-audit.js';
+import { FINDINGS, SEVERITIES, type FindingId, type SelfAuditReport, type Severity } from './self-audit.findings.js';
 
 const findingIds = Object.keys(FINDINGS) as [FindingId, ...FindingId[]];
 const count = z.number().int().min(0);

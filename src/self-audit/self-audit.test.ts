@@ -3,10 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { validateConfig, type Config } from '../config/config.schema.js';
-import { nodeFileProbe } from './self-audit.probe.js';
+import { fingerprintToken } from '../security/tokens.js';
 import {
   auditConfig,
-  auditDataDir,
   checkAllowedHosts,
   checkBind,
   checkBudget,
@@ -16,16 +15,11 @@ import {
   checkTokenRoles,
   checkTokens,
   checkWebhook,
-  FINDINGS,
-  hasCritical,
-  judgeSecret,
-  reportOf,
-  runSelfAudit,
-  type FileProbe,
-  type ProbeEntry,
-  type SecurityFinding,
-} from './self-audit.js';
-import { fingerprintToken } from './tokens.js';
+} from './self-audit.config.js';
+import { auditDataDir, nodeFileProbe, type FileProbe, type ProbeEntry } from './self-audit.data-dir.js';
+import { FINDINGS, type SecurityFinding } from './self-audit.findings.js';
+import { judgeSecret } from './self-audit.secrets.js';
+import { hasCritical, reportOf, runSelfAudit } from './self-audit.js';
 
 const STRONG = 'Q7v2mK9xR4tLp8sW1zN6bH3cJ5dF0gYe'; // 32 characters, 32 distinct
 const STRONG_ADMIN = 'Zr8Tq2Wv6Xn4Bm1Kc9Hj3Lp5Sd7Fg0Ay';

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { streamSchemas } from '../docs/index.js';
 import { objectBody, q } from '../http/validation.js';
 
 /** `{session_id}`: the session key, URL-encoded in the path (DECISIONS §5). */
@@ -24,15 +23,6 @@ export const createBody = objectBody({
 
 /** GET /sessions/{id}/history. */
 export const historyQuery = z.object({ limit: q.int(1, 500, 100) });
-
-/** POST /sessions/{id}/messages `{content, role: "user"}`. */
-export const messageBody = objectBody({
-  content: z.string({ error: 'content is required' }).min(1, 'content must not be empty'),
-  role: z.literal('user', { error: 'role must be "user"' }).optional(),
-});
-
-/** POST /sessions/{id}/messages query. */
-export const messageQuery = z.object({ timeout_seconds: q.optionalInt(1, 600) });
 
 /*
  * Response shapes (the presenters' output), declared on the routes for the
@@ -97,12 +87,3 @@ export const historySchema = z
     returned: z.number().int().min(0),
   })
   .meta({ id: 'SessionHistory', description: 'The newest history entries of a session, oldest first' });
-
-/**
- * POST /sessions/{id}/messages: the turn's Message (DECISIONS §5), the same
- * object the message stream's `done` event carries. Lazy: the stream schemas
- * are read when the document is built, whatever order the modules load in.
- */
-export const sessionMessageSchema = z
-  .lazy(() => streamSchemas.streamMessageSchema)
-  .describe("The turn's Message; `status` is the turn status (completed, incomplete, interrupted or a pause)");

@@ -1,5 +1,5 @@
 import type { Config, LogLevel } from '../config/config.schema.js';
-import type { RateGroup } from '../security/rate-limit.js';
+import type { RateGroup } from '../lib/rate-groups.js';
 import type { SettingsListener } from './settings.service.js';
 
 /**

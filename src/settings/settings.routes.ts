@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { redactConfig } from '../config/config.redact.js';
 import { errors } from '../http/errors.js';
 import { defineRoute, HttpResult, type RouteDef, type RouteResponse } from '../http/route.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import { configCheckSchema, redactedConfigSchema } from './settings.schema.js';
 import { ConfigChangeError, type ConfigChangeResult, type SettingsService } from './settings.service.js';
 

@@ -1,8 +1,8 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import { type Store, liveOwners } from '../store/index.js';
-import { isTerminalStatus, outcomeError, type MessagePath, type TurnRecord } from '../turns/index.js';
+import { endedTurn, isTerminalStatus, type MessagePath, type TurnRecord } from '../turns/index.js';
 import type { TaskRecord } from './tasks.repo.js';
 import { TASK_CANCELLED_REASON, type TaskRunOutcome, type TaskService } from './tasks.service.js';
 
@@ -286,20 +286,11 @@ export function taskPrompt(task: Pick<TaskRecord, 'title' | 'description'>): str
  * `budget_exceeded`…). Throws for a turn that has not ended.
  */
 export function outcomeOf(turn: TurnRecord): TaskRunOutcome {
-  switch (turn.status) {
-    case 'completed':
-      return { status: 'completed', result: turn.response };
-    case 'failed':
-      return { status: 'failed', error: outcomeError(turn)?.message ?? turn.terminationReason ?? 'turn failed' };
-    case 'incomplete':
-    case 'interrupted':
-      return { status: 'failed', error: turn.terminationReason ?? turn.status };
-    case 'accepted':
-    case 'running':
-    case 'waiting_approval':
-    case 'waiting_clarification':
-      throw new Error(`turn ${turn.eventId} has not ended (${turn.status})`);
-  }
+  const ended = endedTurn(turn);
+  if (!ended) throw new Error(`turn ${turn.eventId} has not ended (${turn.status})`);
+  return ended.completed
+    ? { status: 'completed', result: ended.response }
+    : { status: 'failed', error: ended.failure ?? ended.reason };
 }
 
 function positive(maxConcurrent: number): number {

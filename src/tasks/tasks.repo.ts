@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Selectable, type Transaction, type Updateable } from 'kysely';
 import type { Database } from '../store/index.js';
+import { listRunningTasksWithEndedTurns } from '../turns/index.js';
 import {
   AGENT_ASSIGNEE,
   PRIORITY_RANGES,
@@ -296,16 +297,7 @@ export async function setTaskEvent(ex: Executor, id: string, eventId: string, no
 
 /** Running tasks claimed by a runner whose turn has ended (terminal in the ledger), oldest first, at most `limit`. */
 export async function runningTasksWithFinishedTurns(ex: Executor, limit: number): Promise<TaskRecord[]> {
-  const rows = await ex
-    .selectFrom('tasks')
-    .innerJoin('turns', 'turns.event_id', 'tasks.event_id')
-    .selectAll('tasks')
-    .where('tasks.status', '=', 'running')
-    .where('tasks.claimed_by', 'is not', null)
-    .where('turns.status', 'in', ['completed', 'incomplete', 'failed', 'interrupted'])
-    .orderBy('tasks.started_at')
-    .limit(limit)
-    .execute();
+  const rows = await listRunningTasksWithEndedTurns(ex, limit);
   return rows.map(toTask);
 }
 

@@ -18,10 +18,18 @@ export {
   type InboundSource,
   type Submitted,
 } from './inbound.js';
-export { PAUSED_STATUSES, type FollowOptions, type FollowStep } from './turn-follow.js';
+export { PAUSED_STATUSES, type FollowOptions } from './turn-follow.js';
+export { isOutcomeEvent, isPausedStatus, readyStep, readySteps, type StepError, type TurnStep } from './turn-steps.js';
 export type { TurnEvent, TurnEventType } from './turn-events.js';
-export type { ChatCommand, MessageView } from './turn-runner.js';
+export type { ChatCommand } from './turn-commands.js';
+export type { MessageView } from './turns.presenter.js';
 export { isTerminalStatus, type TurnRecord, type TurnStatus } from './turns.repo.js';
+export {
+  listRunningCronRunsWithEndedTurns,
+  listRunningTasksWithEndedTurns,
+  listTurnsWithoutReply,
+  type CronRunWithTurn,
+} from './turns.queries.js';
 export { presentTurn, turnOutcomeMessage } from './turns.presenter.js';
 export {
   envelopeMessage,
@@ -29,8 +37,19 @@ export {
   outcomeApiError,
   outcomeError,
   outcomeTimeout,
+  endedTurn,
+  endReason,
+  type EndedTurn,
   type OutcomeError,
 } from './outcome.js';
 export { streamTurnEvents, type SseTurnOptions } from './turn-stream.js';
 export { messageRoutes } from './message.routes.js';
+export { sessionMessageRoutes, type SessionMessageRoutesDeps } from './session-messages.routes.js';
 export { followTurn, type FollowDeps } from './turn-follow.js';
+export {
+  MESSAGE_STREAM_EVENTS,
+  TURN_STREAM_EVENTS,
+  streamErrorSchema,
+  streamMessageSchema,
+  type AcceptedEvent,
+} from './turns.stream-schema.js';

@@ -17,11 +17,13 @@ import type { Store } from '../store/index.js';
 import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
-import { acceptIntoLiveSession } from './turn-path.pg.js';
+import type { TurnPath } from './turn-path.js';
 import { insertTurn } from './turns.repo.js';
 
 export interface IntakeOptions {
   store: Store;
+  /** The store's own statements for a turn: here, the accept into a live session. */
+  path: TurnPath;
   clock: Clock;
   ids: IdGenerator;
   queue: TurnQueue;
@@ -117,17 +119,16 @@ export class Intake {
           const original = await idempotency.claim(trx, keyed, { eventId, sessionKey: inbound.sessionKey, nowMs });
           if (original) return { created: false as const, original };
         }
-        if (store.driver === 'postgres') {
-          // A live session's turn in one statement (ADR 0032); anything else takes the general path below.
-          const accepted = await acceptIntoLiveSession(trx, {
-            eventId,
-            sessionKey: inbound.sessionKey,
-            payload,
-            owner: this.options.owner,
-            now,
-          });
-          if (accepted) return { created: true as const, inserted: true, eventId, seq: accepted.seq };
-        }
+        // A live session's turn in one statement where the store has one (ADR 0032); anything else takes the
+        // general path below.
+        const accepted = await this.options.path.acceptIntoLiveSession(trx, {
+          eventId,
+          sessionKey: inbound.sessionKey,
+          payload,
+          owner: this.options.owner,
+          now,
+        });
+        if (accepted) return { created: true as const, inserted: true, eventId, seq: accepted.seq };
         const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now });
         const insert = () =>
           insertTurn(trx, {

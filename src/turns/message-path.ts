@@ -3,7 +3,7 @@ import { Idempotency, type ScopeKind } from '../idempotency/index.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import { emptyTotals } from '../runtime/index.js';
 import type { ModelProvider } from '../runtime/index.js';
 import type { ToolRegistry } from '../runtime/index.js';
@@ -12,14 +12,19 @@ import { heartbeat, liveOwners, registerInstance, removeInstance, type Store } f
 import type { Inbound, Submitted } from './inbound.js';
 import { Intake } from './intake.js';
 import { TurnEventHub, type TurnEvent, type TurnEventTap } from './turn-events.js';
-import { followTurn, type FollowOptions, type FollowStep } from './turn-follow.js';
+import { followTurn, type FollowOptions } from './turn-follow.js';
+import { readySteps, type TurnStep } from './turn-steps.js';
 import { TurnQueue } from './turn-queue.js';
 import { TurnReconciler } from './turn-reconciler.js';
 import { realTimers, type Timers } from './timers.js';
 import { lastTurnEventSeq } from './turn-events.repo.js';
 import { TurnTimings, type TurnMarks } from './turn-timings.js';
 import { ContextCache } from './context-cache.js';
-import { CONTEXT_WINDOW, messageView, TurnRunner, type ChatCommand } from './turn-runner.js';
+import { TurnRunner } from './turn-runner.js';
+import type { ChatCommand } from './turn-commands.js';
+import { turnPathFor } from './turn-path.js';
+import { CONTEXT_WINDOW } from './turn-ports.js';
+import { messageView } from './turns.presenter.js';
 import { TurnWaiters } from './turn-waiters.js';
 import { getTurn, interruptTurns, listTurnsByStatus, type TurnOwnerFilter, type TurnRecord } from './turns.repo.js';
 import { turnRoutes } from './turns.routes.js';
@@ -56,8 +61,12 @@ export interface MessagePath {
    * point must answer: acknowledge, or wait for the result (rules 5–6).
    */
   submit(inbound: Inbound): Promise<Submitted>;
-  /** A turn's events, replayed then live, to its end (see `followTurn`). */
-  follow(eventId: string, options: FollowOptions): AsyncGenerator<FollowStep>;
+  /**
+   * A turn, replayed then live, to its end, as steps ready for a wire format
+   * (`TurnStep`: output, a pause, the end with its one error mapping); see
+   * `followTurn` for how replay and live are joined.
+   */
+  follow(eventId: string, options: FollowOptions): AsyncGenerator<TurnStep>;
   /**
    * The turn once it has an outcome (pauses included), or null after
    * `timeoutMs` or an abort (it goes on; its acceptance is durable by then).
@@ -165,7 +174,9 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
   const { config, store, clock, ids, logger } = options;
   const log = logger.child({ source: 'turns' });
   const owner = options.owner ?? ids.next('gw');
-  const hub = new TurnEventHub({ store, clock, logger: log });
+  // The store's own statements for each step of a turn (accept, claim, outcome, streamed events), chosen once.
+  const path = turnPathFor(store);
+  const hub = new TurnEventHub({ store, path, clock, logger: log });
   const timings = new TurnTimings();
   // Live events wake waiters at once, and the runner hands them the outcomes it stores. The poll is a safety
   // net, and where other processes share the database it also finds outcomes of turns they ran; with one
@@ -211,6 +222,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
   };
   const runner = new TurnRunner({
     store,
+    path,
     onSessionBusy,
     ...(options.onSessionFree ? { onSessionFree: options.onSessionFree } : {}),
     hub,
@@ -254,6 +266,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
   });
   const intake = new Intake({
     store,
+    path,
     clock,
     ids,
     queue,
@@ -264,7 +277,8 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
   });
   const followDeps = { hub, waiters, lastSeq: (eventId: string) => lastTurnEventSeq(store.db, eventId) };
-  const follow = (eventId: string, followOptions: FollowOptions) => followTurn(followDeps, eventId, followOptions);
+  const follow = (eventId: string, followOptions: FollowOptions) =>
+    readySteps(followTurn(followDeps, eventId, followOptions), followOptions.endOnPause);
   let heartbeatTimer: NodeJS.Timeout | undefined;
   /** Event ids already adopted by a recovery pass (bounded). */
   const adopted = new Set<string>();

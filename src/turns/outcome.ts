@@ -1,7 +1,7 @@
 import { ApiError, errors, type ErrorCode } from '../http/errors.js';
 import { HttpResult } from '../http/route.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
-import type { TurnRecord } from './turns.repo.js';
+import { isTerminalStatus, type TurnRecord } from './turns.repo.js';
 
 /** The error a failed turn answers with, in every wire format. */
 export interface OutcomeError {
@@ -25,6 +25,33 @@ export function outcomeError(turn: TurnRecord): OutcomeError | null {
     };
   }
   return { code: 'INTERNAL_ERROR', message: 'internal error' };
+}
+
+/** How a turn ended, for work that runs on turns (tasks, cron runs): the one mapping of every ended status. */
+export interface EndedTurn {
+  /** True only for `completed`; `incomplete`, `interrupted` and `failed` did not complete. */
+  completed: boolean;
+  /** The reply text (a completed turn's answer; what an incomplete one got to). */
+  response: string | null;
+  /** A failed turn's error message (`OutcomeError`), else null. */
+  failure: string | null;
+  /** Why it ended: the termination reason (`completed`, `process_restart`, `budget_exceeded`…), else the status. */
+  reason: string;
+}
+
+/** How `turn` ended, or null while it has not (accepted, running, or paused for a person). */
+export function endedTurn(turn: TurnRecord): EndedTurn | null {
+  if (!isTerminalStatus(turn.status)) return null;
+  return {
+    ...endReason(turn.status, turn.terminationReason),
+    response: turn.response,
+    failure: outcomeError(turn)?.message ?? null,
+  };
+}
+
+/** Whether an ended turn completed, and why it ended (`EndedTurn.reason`), from its status and termination reason. */
+export function endReason(status: string, terminationReason: string | null): Pick<EndedTurn, 'completed' | 'reason'> {
+  return { completed: status === 'completed', reason: terminationReason ?? status };
 }
 
 /** The API envelope's error for a failed turn, with `details` (e.g. `{event_id}`); null when it did not fail. */

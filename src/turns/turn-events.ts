@@ -1,10 +1,10 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { Transaction } from 'kysely';
 import type { Database, Store } from '../store/index.js';
-import { appendTurnEvent, lastTurnEventSeq, listTurnEvents } from './turn-events.repo.js';
-import { appendTurnEvents } from './turn-path.pg.js';
+import { lastTurnEventSeq, listTurnEvents } from './turn-events.repo.js';
+import { turnPathFor, type TurnPath } from './turn-path.js';
 
 /** Event names of a turn's stream (DECISIONS §5). */
 export type TurnEventType = 'delta' | 'tool_call' | 'tool_result' | 'status' | 'done' | 'error';
@@ -55,7 +55,20 @@ export class TurnEventHub {
   /** Events not persisted since the last one that was (an outage is logged once, not per event). */
   private unpersisted = 0;
 
-  constructor(private readonly options: { store: Store; clock: Clock; logger: Logger; maxListenersPerTurn?: number }) {}
+  /** Where events are stored: the store's turn path (a hub built on its own chooses it from the store). */
+  private readonly path: TurnPath;
+
+  constructor(
+    private readonly options: {
+      store: Store;
+      path?: TurnPath;
+      clock: Clock;
+      logger: Logger;
+      maxListenersPerTurn?: number;
+    },
+  ) {
+    this.path = options.path ?? turnPathFor(options.store);
+  }
 
   /**
    * Prepares numbering for a turn that starts or resumes running (continues
@@ -120,8 +133,7 @@ export class TurnEventHub {
     const op = async (trx: Transaction<Database>): Promise<void> => {
       // From its first run on, later events start a write of their own (a re-run stores the same rows).
       if (this.filling?.rows === rows) this.filling = null;
-      if (store.driver === 'postgres') await appendTurnEvents(trx, rows);
-      else for (const each of rows) await appendTurnEvent(trx, each);
+      await this.path.appendEvents(trx, rows);
     };
     const write: Promise<void> = store.writer.run(op, { durable: false }).then(
       () => {

@@ -1,4 +1,4 @@
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import type { Store } from '../store/index.js';
 import type { Timers } from './timers.js';
 import { listTurnsByStatus, type TurnOwnerFilter, type TurnRecord } from './turns.repo.js';

@@ -1,80 +1,43 @@
-import type { Transaction } from 'kysely';
+/**
+ * The turn runner: runs each turn job of the queue — claims the turn (`turn-claim.ts`), answers a chat command
+ * (`turn-commands.ts`) or runs the agent loop on the turn's ports (`turn-ports.ts`), and settles the outcome
+ * (`turn-finish.ts`). The store's own statements for each step come from its `TurnPath` (`turn-path.ts`).
+ */
 import type { Clock } from '../lib/clock.js';
-import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { Logger } from '../logs/index.js';
+import type { Logger } from '../lib/logger.js';
 import {
   emptyTotals,
   runAgent,
   type AgentOptions,
   type AgentOutcome,
-  type AgentPorts,
+  type ModelProvider,
   type PendingState,
   type Resolution,
-  type TurnTotals,
 } from '../runtime/index.js';
-import { ProviderError, type ChatMessage, type ModelProvider, type ToolCall } from '../runtime/index.js';
 import type { Idempotency } from '../idempotency/index.js';
-import {
-  appendMessage,
-  bumpEpoch,
-  contextChat,
-  ensureSession,
-  getSession,
-  touchSession,
-  touchSessionEpoch,
-  type ContextEntry,
-  type MessageRecord,
-} from '../sessions/index.js';
-import { StoreUnavailableError, type Database, type Store } from '../store/index.js';
-import { spentNanoUsdSince } from '../usage/index.js';
+import { getSession, type ContextEntry } from '../sessions/index.js';
+import type { Store } from '../store/index.js';
 import type { ContextCache } from './context-cache.js';
-import type { TurnEventHub, TurnEventType } from './turn-events.js';
-import { appendTurnEvent, appendTurnEventOnce } from './turn-events.repo.js';
 import type { InboundPayload } from './inbound.js';
+import { runningStatus, TurnClaimer, type ClaimedStep } from './turn-claim.js';
+import { runChatCommand, type ChatCommand } from './turn-commands.js';
+import type { TurnEventHub } from './turn-events.js';
+import { isStoreUnavailable, settleOutcome, storeUnavailableOutcome } from './turn-finish.js';
+import type { TurnPath } from './turn-path.js';
+import { turnPorts } from './turn-ports.js';
 import type { JobResult, TurnJob } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
 import type { TurnWaiters } from './turn-waiters.js';
-import { claimIfFree, finishHeldTurn, lockSessionForClaim, recordClaimedMessage } from './turn-path.pg.js';
-import { isEmpty, noWrites, storeTurnWrites, type TurnWrites } from './turn-writes.js';
-import {
-  claimTurn,
-  claimedUserMessage,
-  finishTurnReturning,
-  getTurn,
-  holdsTurns,
-  pauseTurnReturning,
-  resumeTurn,
-  sessionBusyBefore,
-  updateTurnProgress,
-  waitingTurnsOfSession,
-  type TurnRecord,
-} from './turns.repo.js';
+import { noWrites, type TurnWrites } from './turn-writes.js';
+import { getTurn, type TurnRecord } from './turns.repo.js';
 
-/** The Message shape (DECISIONS §5) that answers a turn. */
-export interface MessageView {
-  id: string;
-  role: 'assistant';
-  content: string;
-  tool_calls: Array<{ id: string; name: string; arguments: string; result?: unknown }>;
-  cost: { input_tokens: number; output_tokens: number; total_usd: number };
-  status: string;
-  event_id: string;
-}
-
-/** A turn's writes refused because another gateway holds the turn now (ADR 0029). */
-export class TurnTakenOverError extends Error {
-  constructor(readonly eventId: string) {
-    super(`turn ${eventId} is held by another gateway`);
-    this.name = 'TurnTakenOverError';
-  }
-}
-
-/** Messages of context sent to the model (the newest of the current epoch). */
-export const CONTEXT_WINDOW = 100;
+export type { ChatCommand } from './turn-commands.js';
 
 export interface TurnRunnerOptions {
   store: Store;
+  /** The store's own statements for each step of a turn (chosen once, where the message path is built). */
+  path: TurnPath;
   hub: TurnEventHub;
   /** Told of each outcome (or pause) once it is durable, before its final event: waiting answers need no read. */
   waiters?: Pick<TurnWaiters, 'settled'>;
@@ -111,128 +74,6 @@ export interface TurnRunnerOptions {
   commands?: Record<string, ChatCommand>;
 }
 
-/** A chat command handler: `args` is the text after the command word. */
-export type ChatCommand = (
-  args: string,
-  caller: { platform: string; userId: string; sessionKey: string },
-) => Promise<string>;
-
-/** Builds the Message of a turn from its totals. */
-export function messageView(
-  eventId: string,
-  status: string,
-  content: string | null,
-  messageId: string | null,
-  totals: TurnTotals,
-): MessageView {
-  return {
-    // A turn that ends or pauses without a stored reply still answers a Message with a string id
-    // (derived from its event, so every replay shows the same one) and string content.
-    id: messageId ?? `msg_${eventId.replace(/^evt_/, '')}`,
-    role: 'assistant',
-    content: content ?? '',
-    tool_calls: totals.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments, result: c.result })),
-    cost: {
-      input_tokens: totals.inputTokens,
-      output_tokens: totals.outputTokens,
-      total_usd: totals.costNanoUsd / 1e9,
-    },
-    status,
-    event_id: eventId,
-  };
-}
-
-function toChatMessages(rows: readonly ContextEntry[], cached: boolean): ChatMessage[] {
-  const out: ChatMessage[] = [];
-  for (const row of rows) {
-    let message = cached ? chatMessageOf.get(row) : undefined;
-    if (message === undefined) {
-      message = toChatMessage(row);
-      if (cached) chatMessageOf.set(row, message);
-    }
-    if (message) out.push(message);
-  }
-  // A context window cut between a tool call and its results is not valid for the model: drop leading results.
-  while (out[0]?.role === 'tool') out.shift();
-  return out;
-}
-
-/**
- * The model message of each entry of a cached window, made once: ContextCache keeps the same entries from turn
- * to turn, and converting up to a window's worth of them before every model call was the largest allocation
- * of a turn. Entries read from the store for one turn are converted without it (a weak map of short-lived keys
- * costs the GC more than it saves). Nothing changes a model message once made. Null: a role the model is not
- * shown.
- */
-const chatMessageOf = new WeakMap<ContextEntry, ChatMessage | null>();
-
-function toChatMessage(row: ContextEntry): ChatMessage | null {
-  switch (row.role) {
-    case 'user':
-      return { role: 'user', content: row.content ?? '' };
-    case 'assistant':
-      return {
-        role: 'assistant',
-        content: row.content,
-        ...(row.toolCalls ? { tool_calls: row.toolCalls as ToolCall[] } : {}),
-      };
-    case 'tool':
-      return { role: 'tool', content: row.content ?? '', tool_call_id: row.toolCallId ?? '', name: row.name ?? '' };
-    default:
-      return null;
-  }
-}
-
-/** The earlier messages a turn's request carried itself (`Inbound.context`), as model messages. */
-function requestContext(turn: TurnRecord): ChatMessage[] {
-  const context = (turn.payload as InboundPayload | null)?.context;
-  if (!Array.isArray(context)) return [];
-  return context.map((m): ChatMessage => ({ role: m.role, content: m.content }));
-}
-
-/** The short cause of a provider failure (`ProviderError.reason`), for the failed turn's log line. */
-function providerCause(err: Error): string {
-  return err instanceof ProviderError ? err.reason : 'provider error';
-}
-
-/** A provider failure with the upstream's redacted text (`ProviderError.logText`), for the failed turn's log line. */
-function providerLogText(err: Error): string {
-  return err instanceof ProviderError ? err.logText : err.message;
-}
-
-/** True when `err` (or an error it wraps) says the store cannot be reached or cannot write right now. */
-export function isStoreUnavailable(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    if (e instanceof StoreUnavailableError) return true;
-  }
-  return false;
-}
-
-/** What a claim decided a turn is: a chat command, a clarification answer, or a message for the agent. */
-type ClaimedStep =
-  | { kind: 'command'; claimed: TurnRecord; command: { name: string; args: string } }
-  | { kind: 'answer'; claimed: TurnRecord; resumed: TurnRecord; pending: unknown }
-  | {
-      kind: 'message';
-      claimed: TurnRecord;
-      epoch: number;
-      /**
-       * The claim's own transaction stored the turn's first event (`status`
-       * running, number 1): it is only delivered. False once delivered, and for
-       * a claim taken over from the ledger (its events are counted there).
-       */
-      statusStored: boolean;
-      /** The context window the claim read with its writes (PostgreSQL, ADR 0032): the first model call's. */
-      window?: ContextEntry[];
-    }
-  /** A claim whose commit went unconfirmed and whose step cannot be rebuilt from the ledger. */
-  | { kind: 'lost'; claimed: TurnRecord };
-
-/** The outcome of a turn the store failed under after its first model call, tool or command (ADR 0014). */
-function storeUnavailableOutcome(totals: TurnTotals): AgentOutcome {
-  return { status: 'interrupted', reason: 'store_unavailable', totals };
-}
-
 /**
  * Runs turn jobs: claims an accepted turn (atomic accepted→running), handles
  * chat commands, runs the agent loop against the store and the event hub,
@@ -249,10 +90,12 @@ export class TurnRunner {
    * per lane: the lane waits on it.
    */
   private readonly claims = new Map<string, ClaimedStep>();
-  /** Turns whose claim failed without knowing whether it committed: the retry checks the ledger. */
-  private readonly unconfirmed = new Set<string>();
+  private readonly claimer: TurnClaimer;
 
-  constructor(private readonly options: TurnRunnerOptions) {}
+  // The helpers keep `options` itself: `reconfigure` changes it for the turns that start from then on.
+  constructor(private readonly options: TurnRunnerOptions) {
+    this.claimer = new TurnClaimer(options);
+  }
 
   /**
    * Live configuration (SettingsService): turns that start from now on use
@@ -290,10 +133,6 @@ export class TurnRunner {
   interruptAll(reason: string): void {
     this.stopping = reason;
     for (const controller of this.running.values()) controller.abort(reason);
-  }
-
-  private now(): string {
-    return isoTime(this.options.clock.now());
   }
 
   /** True while this runner runs the turn (or a turn it resumed), from its start to its outcome. */
@@ -347,7 +186,7 @@ export class TurnRunner {
         return 'done';
       }
     } else {
-      const claimed = await this.claim(sessionKey, job);
+      const claimed = await this.claimer.claim(sessionKey, job.eventId);
       if (claimed === 'blocked') return 'blocked';
       if (!claimed) return 'done';
       step = claimed;
@@ -358,10 +197,13 @@ export class TurnRunner {
     const durable = this.options.store.writer.sync();
     durable.catch(() => undefined);
     switch (step.kind) {
-      case 'command':
+      case 'command': {
         await durable;
         this.claims.delete(job.eventId);
-        return this.runCommand(step.claimed, step.command);
+        const startedMs = this.options.clock.now();
+        const outcome = await runChatCommand(this.options, step.claimed, step.command);
+        return this.settle([step.claimed.eventId], outcome, startedMs, noWrites(), { metrics: false });
+      }
       case 'answer': {
         this.claims.delete(job.eventId);
         const text = (step.claimed.payload as InboundPayload).text;
@@ -395,209 +237,6 @@ export class TurnRunner {
         return result;
       }
     }
-  }
-
-  /**
-   * The approval check and the claim: accepted→running with the user's message
-   * stored, in one transaction. Null when the turn is not this runner's to
-   * run. A claim that fails is marked unconfirmed: the retry finds out from
-   * the ledger whether it committed, and takes it over if so.
-   */
-  private async claim(
-    sessionKey: string,
-    job: Extract<TurnJob, { kind: 'turn' }>,
-  ): Promise<ClaimedStep | 'blocked' | null> {
-    const { store, owner } = this.options;
-    const unconfirmed = this.unconfirmed.has(job.eventId);
-    // On PostgreSQL the claim's reads and writes are folded into three statements (ADR 0032).
-    const folded = store.driver === 'postgres' && store.shared && !unconfirmed;
-    let waiting: { approval: TurnRecord | null; clarification: TurnRecord | null } | null = null;
-    if (!folded) {
-      waiting = await waitingTurnsOfSession(store.db, sessionKey);
-      if (waiting.approval) {
-        // A turn awaiting approval blocks the later turns of its session (ADR 0005).
-        const turn = await getTurn(store.db, job.eventId);
-        if (!turn || (turn.status !== 'accepted' && !unconfirmed)) return null;
-        if (waiting.approval.seq < turn.seq) return 'blocked';
-      }
-    }
-    const now = this.now();
-    const userMessageId = this.options.ids.next('msg');
-    // Where durability is a flush apart (SQLite), committed without it: `runTurn` syncs before any effect,
-    // reading the conversation meanwhile. Elsewhere (PostgreSQL) the claim's commit is durable itself.
-    let step: ClaimedStep | null | 'claiming' | 'elsewhere' | 'approval';
-    try {
-      step = await store.writer.run(
-        async (trx): Promise<ClaimedStep | null | 'claiming' | 'elsewhere' | 'approval'> => {
-          let claimed: TurnRecord | null;
-          let clarification = waiting?.clarification ?? null;
-          if (folded) {
-            const gate = await lockSessionForClaim(trx, { sessionKey, eventId: job.eventId });
-            if (gate.approval && gate.self && gate.approval.seq < gate.self.seq) {
-              return gate.self.status === 'accepted' ? 'approval' : null;
-            }
-            if (!gate.locked) return 'claiming';
-            const claim = await claimIfFree(trx, { sessionKey, eventId: job.eventId, owner, now });
-            if (claim.busy) return 'elsewhere';
-            claimed = claim.claimed;
-            clarification = gate.clarification;
-          } else {
-            if (store.shared && !unconfirmed) {
-              // One turn of a session at a time, in arrival order, across every process (ADR 0029): the session's
-              // lock (never waited for) orders the claims, and no earlier turn of it may be accepted or running.
-              if (!(await store.tryLock(trx, `session:${sessionKey}`))) return 'claiming';
-              if (await sessionBusyBefore(trx, sessionKey, job.eventId)) return 'elsewhere';
-            }
-            claimed = await claimTurn(trx, job.eventId, { owner, now });
-          }
-          if (!claimed && unconfirmed) {
-            // The earlier claim did commit if the turn runs under this owner and nothing runs it.
-            const turn = await getTurn(trx, job.eventId);
-            if (!turn || turn.status !== 'running' || turn.owner !== owner) return null;
-            const command = this.commandOf((turn.payload as InboundPayload).text);
-            if (command) return { kind: 'command', claimed: turn, command };
-            const message = await claimedUserMessage(trx, sessionKey, job.eventId);
-            return message
-              ? { kind: 'message', claimed: turn, epoch: message.contextEpoch, statusStored: false }
-              : { kind: 'lost', claimed: turn };
-          }
-          if (!claimed) return null;
-          const payload = claimed.payload as InboundPayload;
-          const command = this.commandOf(payload.text);
-          if (command) return { kind: 'command', claimed, command };
-          if (clarification && clarification.eventId !== claimed.eventId) {
-            // The session's next message answers the question and resumes that turn (DECISIONS §5).
-            const resumed = await resumeTurn(trx, clarification.eventId, { from: 'waiting_clarification', owner, now });
-            if (resumed) return { kind: 'answer', claimed, resumed, pending: resumed.pending ?? clarification.pending };
-          }
-          const message = {
-            id: userMessageId,
-            sessionKey,
-            role: 'user' as const,
-            content: payload.text,
-            toolCalls: null,
-            toolCallId: null,
-            name: null,
-            eventId: claimed.eventId,
-            createdAt: now,
-          };
-          // The turn's first event rides on its claim (delivered once committed; see `execute`).
-          const event = { type: 'status', data: running() };
-          if (folded) {
-            // The message, its count on the live session, the first event and the context window in one statement.
-            const input = { message, event, window: CONTEXT_WINDOW };
-            let recorded = await recordClaimedMessage(trx, input);
-            if (recorded === null) {
-              await ensureSession(trx, { key: sessionKey, channel: payload.channel, now });
-              recorded = (await recordClaimedMessage(trx, input))!;
-            }
-            return { kind: 'message', claimed, epoch: recorded.epoch, statusStored: true, window: recorded.window };
-          }
-          // The live session counts the message (one statement); one deleted meanwhile is revived first.
-          let epoch = await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 });
-          if (epoch === null) {
-            await ensureSession(trx, { key: sessionKey, channel: payload.channel, now });
-            epoch = (await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 }))!;
-          }
-          await appendMessage(trx, { ...message, contextEpoch: epoch });
-          await appendTurnEvent(trx, { eventId: claimed.eventId, seq: 1, ...event, now });
-          return { kind: 'message', claimed, epoch, statusStored: true };
-        },
-        { durable: !store.writer.syncsApart },
-      );
-    } catch (err) {
-      this.options.contextCache?.forget(sessionKey);
-      if (isStoreUnavailable(err)) this.unconfirmed.add(job.eventId);
-      throw err;
-    }
-    this.unconfirmed.delete(job.eventId);
-    if (step === 'approval') return 'blocked';
-    if (step === 'claiming' || step === 'elsewhere') {
-      this.options.onSessionBusy?.(sessionKey, step);
-      return 'blocked';
-    }
-    if (step?.kind === 'message' && step.statusStored) {
-      const text = (step.claimed.payload as InboundPayload).text;
-      this.options.contextCache?.append(sessionKey, step.epoch, [
-        { role: 'user', content: text, toolCalls: null, toolCallId: null, name: null },
-      ]);
-    } else if (step) {
-      this.options.contextCache?.forget(sessionKey);
-    }
-    return step;
-  }
-
-  /** The chat command a message is, or null: `/new`, `/status`, or a registered one. */
-  private commandOf(text: string): { name: string; args: string } | null {
-    const match = /^\/([a-z][a-z0-9_-]*)(?:\s+([\s\S]*))?$/i.exec(text.trim());
-    if (!match) return null;
-    const name = match[1]!.toLowerCase();
-    if (name !== 'new' && name !== 'status' && !this.options.commands?.[name]) return null;
-    return { name, args: (match[2] ?? '').trim() };
-  }
-
-  /**
-   * `/new` starts a new context epoch; `/status` reports the session (DECISIONS §10); others are registered.
-   * A command has effects of its own, so a store failure once it runs ends it `interrupted` (store_unavailable).
-   */
-  private async runCommand(turn: TurnRecord, command: { name: string; args: string }): Promise<JobResult> {
-    const { store, hub } = this.options;
-    // A command writes the session's messages (and may start a new epoch) its own way.
-    this.options.contextCache?.forget(turn.sessionKey);
-    const startedMs = this.options.clock.now();
-    let outcome: AgentOutcome;
-    try {
-      await hub.open(turn.eventId);
-      hub.publish(turn.eventId, 'status', { status: 'running' });
-      let response: string;
-      const handler = this.options.commands?.[command.name];
-      if (command.name !== 'new' && command.name !== 'status' && handler) {
-        const payload = turn.payload as InboundPayload;
-        try {
-          response = await handler(command.args, {
-            platform: payload.platform,
-            userId: payload.user_id,
-            sessionKey: turn.sessionKey,
-          });
-        } catch (err) {
-          response = `/${command.name} failed: ${(err as Error).message}`;
-        }
-      } else if (command.name === 'new') {
-        const epoch = await store.writer.run((trx) => bumpEpoch(trx, turn.sessionKey, this.now()));
-        response = `Started a new conversation (context epoch ${epoch}).`;
-      } else {
-        const session = await getSession(store.db, turn.sessionKey);
-        response = session
-          ? `Session ${session.key}: ${session.messageCount} messages, context epoch ${session.contextEpoch}, provider ${this.options.agent.provider.type}:${this.options.agent.provider.model}.`
-          : `Session ${turn.sessionKey}: no messages yet.`;
-      }
-      const messageId = this.options.ids.next('msg');
-      const now = this.now();
-      const session = await getSession(store.db, turn.sessionKey);
-      await store.writer.run(async (trx) => {
-        await appendMessage(trx, {
-          id: messageId,
-          sessionKey: turn.sessionKey,
-          contextEpoch: session?.contextEpoch ?? turn.contextEpoch,
-          role: 'assistant',
-          content: response,
-          toolCalls: null,
-          toolCallId: null,
-          name: null,
-          eventId: turn.eventId,
-          createdAt: now,
-        });
-        await touchSession(trx, turn.sessionKey, { now, messagesAdded: 1 });
-      });
-      outcome = { status: 'completed', content: response, messageId, totals: emptyTotals() };
-    } catch (err) {
-      if (!isStoreUnavailable(err)) {
-        hub.release(turn.eventId);
-        throw err;
-      }
-      outcome = storeUnavailableOutcome(emptyTotals());
-    }
-    return this.settle([turn.eventId], outcome, startedMs, noWrites(), { metrics: false });
   }
 
   /**
@@ -643,7 +282,7 @@ export class TurnRunner {
         // A turn claimed just now has no events yet; a resumed one continues its numbering.
         for (const id of eventIds) await hub.open(id, { fresh: options.fresh === true && id === primary });
         for (const id of eventIds) {
-          hub.publish(id, 'status', running(), { stored: id === primary && options.statusStored === true });
+          hub.publish(id, 'status', runningStatus(), { stored: id === primary && options.statusStored === true });
         }
         const epoch = options.knownEpoch ?? (await getSession(store.db, sessionKey))?.contextEpoch ?? turn.contextEpoch;
         const provider = this.options.agent.provider;
@@ -660,7 +299,7 @@ export class TurnRunner {
             return provider.complete(request);
           },
         };
-        const ports = this.ports(turn, eventIds, epoch, writes, options.window);
+        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window);
         outcome = await runAgent({ ...this.options.agent, provider: tracked }, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {
@@ -688,172 +327,15 @@ export class TurnRunner {
     }
   }
 
-  /**
-   * What the agent loop reads and writes for a turn: the store and the event
-   * hub. The reply and usage go to `writes`, stored with the outcome; a step
-   * with tools stores its rows (durably, as the tools' progress) before its
-   * tools run, so what was spent is on disk before any tool acts and the next
-   * model call reads them back.
-   */
-  private ports(
-    turn: TurnRecord,
-    eventIds: string[],
-    epoch: number,
-    writes: TurnWrites,
-    claimWindow?: ContextEntry[],
-  ): AgentPorts {
-    let readWithClaim = claimWindow;
-    const { store, hub } = this.options;
-    const primary = eventIds[0]!;
-    const sessionKey = turn.sessionKey;
-    const emit: AgentPorts['emit'] = (type, data) => {
-      for (const id of eventIds) hub.publish(id, type, data);
-    };
-    /** Stores what is staged, with `also` in the same transaction; staged rows stay staged if it fails. */
-    const flush = async (also?: (trx: Transaction<Database>) => Promise<void>) => {
-      const staged: TurnWrites = { messages: [...writes.messages], usage: [...writes.usage] };
-      if (isEmpty(staged) && !also) return;
-      const now = this.now();
-      try {
-        await store.writer.run(async (trx) => {
-          await this.fence(trx, eventIds);
-          await storeTurnWrites(trx, staged, now);
-          await also?.(trx);
-        });
-      } catch (err) {
-        this.options.contextCache?.forget(sessionKey);
-        throw err;
-      }
-      this.options.contextCache?.append(sessionKey, epoch, staged.messages);
-      writes.messages.splice(0, staged.messages.length);
-      writes.usage.splice(0, staged.usage.length);
-    };
-    const stage = (record: Omit<MessageRecord, 'id' | 'sessionKey' | 'contextEpoch' | 'eventId' | 'createdAt'>) => {
-      const id = this.options.ids.next('msg');
-      writes.messages.push({
-        ...record,
-        id,
-        sessionKey,
-        contextEpoch: epoch,
-        eventId: primary,
-        createdAt: this.now(),
-      });
-      return id;
-    };
-    return {
-      sessionKey,
-      eventId: primary,
-      // The request's own earlier messages (ADR 0015) come before the session's history.
-      loadContext: async () => {
-        await flush(); // tool results of the step before
-        const cache = this.options.contextCache;
-        let window = readWithClaim ?? cache?.get(sessionKey, epoch);
-        readWithClaim = undefined; // later steps read what they stored
-        if (!window) {
-          window = await contextChat(store.db, sessionKey, epoch, CONTEXT_WINDOW);
-          cache?.set(sessionKey, epoch, window);
-        }
-        return [...requestContext(turn), ...toChatMessages(window, cache !== undefined)];
-      },
-      appendAssistant: async (content, toolCalls) => {
-        const id = stage({ role: 'assistant', content, toolCalls, toolCallId: null, name: null });
-        if (toolCalls) await flush(); // stored before its tools run
-        return id;
-      },
-      appendToolResult: async (call, content) => {
-        stage({ role: 'tool', content, toolCalls: null, toolCallId: call.id, name: call.name });
-        await flush();
-      },
-      recordUsage: (model, usage, cost) => {
-        writes.usage.push({
-          id: this.options.ids.next('use'),
-          eventId: primary,
-          sessionKey,
-          channel: (turn.payload as InboundPayload).channel,
-          model,
-          inputTokens: usage.input_tokens,
-          outputTokens: usage.output_tokens,
-          costNanoUsd: cost,
-          now: this.now(),
-        });
-        return Promise.resolve();
-      },
-      budgetExceeded: async () => {
-        const cap = this.options.dailyBudgetUsd;
-        if (cap === null) return false;
-        const dayStart = new Date(this.options.clock.now());
-        dayStart.setUTCHours(0, 0, 0, 0);
-        const spent = await spentNanoUsdSince(store.db, dayStart.toISOString());
-        const staged = writes.usage.reduce((sum, u) => sum + u.costNanoUsd, 0);
-        return spent + staged >= cap * 1e9;
-      },
-      emit,
-      setCurrentTool: async (name) => {
-        const now = this.now();
-        await flush(async (trx) => {
-          for (const id of eventIds) await updateTurnProgress(trx, id, { currentTool: name, now });
-        });
-      },
-    };
-  }
-
-  /**
-   * Stores a turn's outcome and tells listeners. When the store refuses it,
-   * the outcome is not lost: a `finish` job carrying it (and the reply and
-   * usage it stores) takes the head of the lane and writes it once the store
-   * is back (the turn's event numbering stays open until then).
-   */
-  private async settle(
+  /** Stores the outcome and tells listeners, or answers a `finish` job when the store refuses it (`settleOutcome`). */
+  private settle(
     eventIds: string[],
     outcome: AgentOutcome,
     startedMs: number,
     writes: TurnWrites,
     options: { metrics?: boolean } = {},
   ): Promise<JobResult> {
-    let records: Array<TurnRecord | null>;
-    try {
-      records = await this.finish(eventIds, outcome, writes);
-      for (const message of writes.messages) {
-        this.options.contextCache?.append(message.sessionKey, message.contextEpoch, [message]);
-      }
-    } catch (err) {
-      for (const message of writes.messages) this.options.contextCache?.forget(message.sessionKey);
-      if (err instanceof TurnTakenOverError) {
-        // Another gateway adopted the turn while this one was silent: its outcome there stands, this one's is dropped.
-        this.options.logger.warn(
-          { source: 'turns', event_id: eventIds[0], owner: this.options.owner },
-          'turn taken over by another gateway; this outcome is not stored',
-        );
-        for (const id of eventIds) this.options.hub.release(id);
-        return 'done';
-      }
-      if (!isStoreUnavailable(err)) {
-        for (const id of eventIds) this.options.hub.release(id);
-        throw err;
-      }
-      this.options.logger.warn(
-        { source: 'turns', event_id: eventIds[0], err: (err as Error).message },
-        'store unavailable when ending the turn; its outcome is stored once it is back',
-      );
-      return { retry: { kind: 'finish', eventId: eventIds[0]!, eventIds, outcome, startedMs, writes } };
-    }
-    for (const id of eventIds) this.options.hub.release(id);
-    if (options.metrics !== false) this.options.onOutcome?.(outcome.status, this.options.clock.now() - startedMs);
-    if (this.options.store.shared && this.options.onSessionFree) {
-      const sessionKey = records.find((record) => record !== null)?.sessionKey;
-      if (sessionKey) this.options.onSessionFree(sessionKey);
-    }
-    return 'done';
-  }
-
-  /**
-   * Where several processes share the database, a turn's writes first check
-   * that this process still holds the turn (`holdsTurns`, rows locked to the
-   * commit); otherwise the transaction is abandoned with TurnTakenOverError.
-   */
-  private async fence(trx: Transaction<Database>, eventIds: readonly string[]): Promise<void> {
-    if (!this.options.store.shared) return;
-    if (!(await holdsTurns(trx, eventIds, this.options.owner))) throw new TurnTakenOverError(eventIds[0]!);
+    return settleOutcome(this.options, eventIds, outcome, startedMs, writes, options);
   }
 
   /** A `finish` job: the outcome the store refused, written now (first terminal status wins). */
@@ -862,155 +344,4 @@ export class TurnRunner {
     const result = await this.settle(job.eventIds, job.outcome, job.startedMs, job.writes ?? noWrites());
     return typeof result === 'object' ? { retry: job } : result;
   }
-
-  /**
-   * Writes the outcome in one durable commit — the staged reply and usage,
-   * the ledger's end (or pause), the idempotency TTL and the turn's final
-   * event — then hands the ledger record to waiters and delivers the final
-   * event (so whoever hears of it finds it stored). Repeatable: a commit
-   * whose answer was lost writes nothing twice.
-   */
-  private async finish(
-    eventIds: string[],
-    outcome: AgentOutcome,
-    writes: TurnWrites,
-  ): Promise<Array<TurnRecord | null>> {
-    const { store, hub, logger, waiters, timings } = this.options;
-    const now = this.now();
-    const primary = eventIds[0]!;
-    /** The final event of each turn: stored in the outcome's transaction, delivered after it. */
-    const finals = new Map<string, { type: TurnEventType; data: Record<string, unknown> }>();
-    let records: Array<TurnRecord | null>;
-    if (outcome.status === 'waiting_approval' || outcome.status === 'waiting_clarification') {
-      const pending = outcome.pending;
-      for (const id of eventIds) {
-        const message = messageView(id, outcome.status, outcome.response, null, outcome.totals);
-        finals.set(id, { type: 'status', data: { status: outcome.status, message } });
-      }
-      records = await store.writer.run(async (trx) => {
-        await this.fence(trx, eventIds);
-        await storeTurnWrites(trx, writes, now);
-        const paused: Array<TurnRecord | null> = [];
-        for (const id of eventIds) {
-          paused.push(
-            await pauseTurnReturning(trx, id, {
-              status: outcome.status,
-              pending,
-              response: outcome.response,
-              currentTool: pending.calls[0]?.name ?? null,
-              now,
-            }),
-          );
-          const final = finals.get(id)!;
-          await appendTurnEventOnce(trx, { eventId: id, seq: hub.nextSeq(id), ...final, now });
-        }
-        return paused;
-      });
-    } else {
-      let status: 'completed' | 'incomplete' | 'failed' | 'interrupted';
-      let content: string | null = null;
-      let messageId: string | null = null;
-      let reason: string | null = null;
-      let error: { code: string; message: string } | null = null;
-      switch (outcome.status) {
-        case 'completed':
-          status = 'completed';
-          content = outcome.content;
-          messageId = outcome.messageId;
-          reason = 'completed';
-          break;
-        case 'incomplete':
-          status = 'incomplete';
-          content = outcome.content;
-          messageId = outcome.messageId;
-          reason = outcome.reason;
-          break;
-        case 'interrupted':
-          status = 'interrupted';
-          reason = outcome.reason;
-          break;
-        case 'failed': {
-          status = 'failed';
-          const isProvider = outcome.error.name === 'ProviderError';
-          reason = isProvider ? 'provider_error' : 'internal_error';
-          // The client gets the provider's name and what went wrong (`openai: HTTP 500`), never the upstream's text.
-          error = isProvider
-            ? { code: 'UPSTREAM_ERROR', message: `model provider failed: ${outcome.error.message}` }
-            : { code: 'INTERNAL_ERROR', message: 'internal error' };
-          if (isProvider) {
-            // The cause in a word (ECONNREFUSED, HTTP 401, timeout) and the upstream's text, secrets redacted: log only.
-            const text = providerLogText(outcome.error);
-            const fields = { source: 'turns', event_id: primary, cause: providerCause(outcome.error), err: text };
-            logger.error(fields, `turn failed: ${text}`);
-          } else logger.error({ source: 'turns', event_id: primary, err: outcome.error }, 'turn failed');
-          break;
-        }
-      }
-      for (const id of eventIds) {
-        // A stream ends with `done` (the Message) or `error` (the error object) — DECISIONS §5.
-        finals.set(
-          id,
-          error
-            ? { type: 'error', data: { error: { ...error, details: { event_id: id } }, status } }
-            : {
-                type: 'done',
-                data: { status, message: messageView(id, status, content, messageId, outcome.totals) },
-              },
-        );
-      }
-      records = await store.writer.run(async (trx) => {
-        if (store.driver === 'postgres' && store.shared && eventIds.length === 1) {
-          // The fence, the outcome and everything it commits in one statement (ADR 0032).
-          const final = finals.get(primary)!;
-          const message = messageView(primary, status, content, messageId, outcome.totals);
-          const ended = await finishHeldTurn(trx, {
-            eventId: primary,
-            owner: this.options.owner,
-            status,
-            response: content,
-            terminationReason: reason,
-            result: error ? { error, message } : { message },
-            messages: writes.messages,
-            usage: writes.usage,
-            idempotencyExpiresAt: this.options.idempotency.settledExpiry(),
-            event: { seq: hub.nextSeq(primary), ...final },
-            now,
-          });
-          if (!ended) throw new TurnTakenOverError(primary);
-          return [ended];
-        }
-        await this.fence(trx, eventIds);
-        await storeTurnWrites(trx, writes, now);
-        const ended: Array<TurnRecord | null> = [];
-        for (const id of eventIds) {
-          const message = messageView(id, status, content, messageId, outcome.totals);
-          ended.push(
-            await finishTurnReturning(trx, id, {
-              status,
-              response: content,
-              terminationReason: reason,
-              result: error ? { error, message } : { message },
-              now,
-            }),
-          );
-          await this.options.idempotency.settle(trx, id);
-          const final = finals.get(id)!;
-          await appendTurnEventOnce(trx, { eventId: id, seq: hub.nextSeq(id), ...final, now });
-        }
-        return ended;
-      });
-    }
-    timings?.mark(primary, 'stored');
-    for (const record of records) if (record) waiters?.settled(record);
-    for (const id of eventIds) {
-      const final = finals.get(id)!;
-      hub.publish(id, final.type, final.data, { stored: true });
-    }
-    return records;
-  }
-}
-
-/** The `status` event of a turn that starts or resumes running. */
-function running(): Record<string, unknown> {
-  return { status: 'running' };
 }

@@ -1,21 +1,10 @@
-import type { AcceptedEvent } from '../docs/index.js';
+import type { AcceptedEvent } from './turns.stream-schema.js';
 import type { RequestContext } from '../http/route.js';
 import { openSse } from '../http/sse.js';
-import { outcomeError } from './outcome.js';
-import type { TurnEvent, TurnEventType } from './turn-events.js';
-import { PAUSED_STATUSES, type FollowOptions, type FollowStep } from './turn-follow.js';
-import { turnOutcomeMessage } from './turns.presenter.js';
+import type { TurnEventType } from './turn-events.js';
+import type { FollowOptions } from './turn-follow.js';
+import type { TurnStep } from './turn-steps.js';
 import { isTerminalStatus, type TurnRecord } from './turns.repo.js';
-
-/**
- * What an SSE event carries (DECISIONS §5): `done` carries the Message itself,
- * `error` the error object; the other events their data as published.
- */
-function wireData(event: TurnEvent): unknown {
-  if (event.type === 'done') return event.data.message ?? event.data;
-  if (event.type === 'error') return event.data.error ?? event.data;
-  return event.data;
-}
 
 function isFinal(type: string): boolean {
   return type === 'done' || type === 'error';
@@ -75,7 +64,7 @@ export function resumedPastEnd(
  */
 export async function streamTurnEvents(
   ctx: RequestContext,
-  follow: (eventId: string, options: FollowOptions) => AsyncIterable<FollowStep>,
+  follow: (eventId: string, options: FollowOptions) => AsyncIterable<TurnStep>,
   eventId: string,
   options: SseTurnOptions,
 ): Promise<void> {
@@ -85,6 +74,7 @@ export async function streamTurnEvents(
     const accepted: AcceptedEvent = { event_id: eventId, session_key: options.accepted.sessionKey };
     sse.send('accepted', accepted, idOf(0));
   }
+  const sends = (type: TurnEventType) => !options.types || options.types.has(type);
   let lastSeq = options.afterSeq;
   try {
     for await (const step of follow(eventId, {
@@ -92,25 +82,37 @@ export async function streamTurnEvents(
       endOnPause: options.endOnPause ?? false,
       signal: sse.signal,
     })) {
-      if (step.kind === 'event') {
-        const { event } = step;
-        lastSeq = Math.max(lastSeq, event.seq);
-        if (
-          event.type === 'status' &&
-          options.endOnPause &&
-          step.live &&
-          PAUSED_STATUSES.has(String(event.data.status))
-        ) {
-          sse.send('done', event.data.message ?? event.data, idOf(event.seq));
-        } else if (!options.types || options.types.has(event.type)) {
-          sse.send(event.type, wireData(event), idOf(event.seq));
+      if (step.kind === 'timeout') continue;
+      if (step.seq !== null) lastSeq = Math.max(lastSeq, step.seq);
+      switch (step.kind) {
+        case 'delta':
+          if (sends('delta')) sse.send('delta', { content: step.content }, idOf(step.seq));
+          break;
+        case 'tool_call':
+          if (sends('tool_call')) {
+            sse.send('tool_call', { id: step.id, name: step.name, arguments: step.arguments }, idOf(step.seq));
+          }
+          break;
+        case 'tool_result':
+          if (sends('tool_result')) {
+            sse.send('tool_result', { id: step.id, name: step.name, result: step.result }, idOf(step.seq));
+          }
+          break;
+        case 'status':
+          if (sends('status')) sse.send('status', step.data, idOf(step.seq));
+          break;
+        case 'paused':
+          // The reply to one message ends with `done` carrying the waiting Message, as the JSON answer does;
+          // from the ledger, numbered with the last event seen (resuming goes on with the turn's next event).
+          sse.send('done', step.message ?? { status: step.status }, idOf(step.seq ?? lastSeq));
+          break;
+        case 'ended': {
+          // From the ledger, one past the last event seen, so resuming after it answers 204.
+          const id = idOf(step.seq ?? lastSeq + 1);
+          if (step.error) sse.send('error', step.error, id);
+          else sse.send('done', step.message ?? { status: step.status }, id);
+          break;
         }
-      } else if (step.kind === 'end') {
-        // The client has not seen an end: a stream resumed after the end was answered 204 before it opened.
-        const id = idOf(isTerminalStatus(step.turn.status) ? lastSeq + 1 : lastSeq);
-        const error = outcomeError(step.turn);
-        if (error) sse.send('error', { ...error, details: { event_id: eventId } }, id);
-        else sse.send('done', turnOutcomeMessage(step.turn), id);
       }
     }
   } catch {

@@ -1,6 +1,41 @@
 import type { TurnTotals } from '../runtime/index.js';
-import { messageView, type MessageView } from './turn-runner.js';
 import type { TurnRecord } from './turns.repo.js';
+
+/** The Message shape (DECISIONS §5) that answers a turn. */
+export interface MessageView {
+  id: string;
+  role: 'assistant';
+  content: string;
+  tool_calls: Array<{ id: string; name: string; arguments: string; result?: unknown }>;
+  cost: { input_tokens: number; output_tokens: number; total_usd: number };
+  status: string;
+  event_id: string;
+}
+
+/** Builds the Message of a turn from its totals. */
+export function messageView(
+  eventId: string,
+  status: string,
+  content: string | null,
+  messageId: string | null,
+  totals: TurnTotals,
+): MessageView {
+  return {
+    // A turn that ends or pauses without a stored reply still answers a Message with a string id
+    // (derived from its event, so every replay shows the same one) and string content.
+    id: messageId ?? `msg_${eventId.replace(/^evt_/, '')}`,
+    role: 'assistant',
+    content: content ?? '',
+    tool_calls: totals.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments, result: c.result })),
+    cost: {
+      input_tokens: totals.inputTokens,
+      output_tokens: totals.outputTokens,
+      total_usd: totals.costNanoUsd / 1e9,
+    },
+    status,
+    event_id: eventId,
+  };
+}
 
 /** The wire shape of a turn record (DECISIONS §5). */
 export function presentTurn(turn: TurnRecord): Record<string, unknown> {

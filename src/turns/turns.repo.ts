@@ -32,8 +32,8 @@ export type OpenTurnStatus = Exclude<TurnStatus, TerminalTurnStatus>;
 export type WaitingTurnStatus = 'waiting_approval' | 'waiting_clarification';
 
 /** True for completed, incomplete, failed and interrupted. */
-export function isTerminalStatus(status: TurnStatus): status is TerminalTurnStatus {
-  return (TERMINAL_STATUSES as readonly TurnStatus[]).includes(status);
+export function isTerminalStatus(status: string): status is TerminalTurnStatus {
+  return (TERMINAL_STATUSES as readonly string[]).includes(status);
 }
 
 /** One row of the turn ledger. */

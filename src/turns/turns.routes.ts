@@ -7,7 +7,8 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { PendingState } from '../runtime/index.js';
 import type { Store } from '../store/index.js';
-import type { FollowOptions, FollowStep } from './turn-follow.js';
+import type { FollowOptions } from './turn-follow.js';
+import type { TurnStep } from './turn-steps.js';
 import type { TurnQueue } from './turn-queue.js';
 import { listTurnEvents } from './turn-events.repo.js';
 import { resumedPastEnd, streamTurnEvents } from './turn-stream.js';
@@ -21,7 +22,7 @@ const eventParams = z.object({ event_id: z.string().min(1) });
 export function turnRoutes(deps: {
   store: Store;
   /** The message path's follow (replay + live). */
-  follow: (eventId: string, options: FollowOptions) => AsyncIterable<FollowStep>;
+  follow: (eventId: string, options: FollowOptions) => AsyncIterable<TurnStep>;
   queue: TurnQueue;
   clock: Clock;
   owner: string;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { streamSchemas } from '../docs/index.js';
+import { streamMessageSchema } from './turns.stream-schema.js';
 import { TURN_STATUSES } from './turns.repo.js';
 
 /*
@@ -78,6 +78,6 @@ export const messageResultSchema = z
     event_id: z.string(),
     session_key: z.string(),
     response: z.string().nullable().describe('The reply text; null when the turn ended or paused without one'),
-    message: z.lazy(() => streamSchemas.streamMessageSchema),
+    message: z.lazy(() => streamMessageSchema),
   })
   .meta({ id: 'MessageResult', description: "The turn's final state or pause, with its Message" });

@@ -7,7 +7,7 @@
 import { Parser } from '@asyncapi/parser';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import type { ServerFrame } from '../../src/channels/index.js';
-import type { DescribedServerFrame } from '../../src/docs/index.js';
+import type { DescribedServerFrame } from '../../src/channels/index.js';
 import { payloadChecker, type AsyncApiDoc } from '../helpers/asyncapi-payloads.js';
 import { apiHeaders, useHarness } from '../helpers/harness.js';
 

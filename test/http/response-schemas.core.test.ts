@@ -11,7 +11,7 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { MESSAGE_STREAM_EVENTS, TURN_STREAM_EVENTS } from '../../src/docs/stream-schemas.js';
+import { MESSAGE_STREAM_EVENTS, TURN_STREAM_EVENTS } from '../../src/turns/index.js';
 import type { HttpMethod, RouteDef } from '../../src/http/route.js';
 import { echoReply } from '../helpers/fake-openai.js';
 import { adminHeaders, useHarness, type Harness } from '../helpers/harness.js';

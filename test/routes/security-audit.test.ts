@@ -6,7 +6,7 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { SelfAuditReport } from '../../src/security/self-audit.js';
+import type { SelfAuditReport } from '../../src/self-audit/index.js';
 import { fingerprintToken } from '../../src/security/tokens.js';
 import { ADMIN_TOKEN, API_TOKEN, adminHeaders, apiHeaders, useHarness } from '../helpers/harness.js';
 

@@ -1,7 +1,7 @@
 import type { AuthMode, Config } from '../../config/config.schema.js';
 import { ApiError } from '../../http/errors.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import type { PairingService } from '../../pairing/index.js';
 import type { Store } from '../../store/index.js';
 import { sessionKeyFor, type Inbound, type MessagePath } from '../../turns/index.js';

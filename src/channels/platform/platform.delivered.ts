@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/index.js';
-import { PAUSED_STATUSES } from '../../turns/index.js';
+import { PAUSED_STATUSES, listTurnsWithoutReply } from '../../turns/index.js';
 
 /**
  * The replies a platform channel has delivered (`platform_replies`,
@@ -22,9 +22,6 @@ const shownStatuses = (): string[] => ['completed', 'incomplete', 'failed', 'int
 
 /** `DeliveredReplies` of `platform` in the gateway's database. */
 export function deliveredReplies(db: Kysely<Database>, platform: string, now: () => string): DeliveredReplies {
-  // The platform's session keys, `gateway:<platform>:<chat>`, as a range the session index serves.
-  const low = `gateway:${platform}:`;
-  const high = `gateway:${platform};`;
   const shown = shownStatuses(); // read here: PAUSED_STATUSES is not yet defined while modules load
   return {
     async delivered(eventId, status) {
@@ -39,25 +36,8 @@ export function deliveredReplies(db: Kysely<Database>, platform: string, now: ()
         )
         .execute();
     },
-    async owed(sinceIso, limit) {
-      const rows = await db
-        .selectFrom('turns')
-        .leftJoin('platform_replies', 'platform_replies.event_id', 'turns.event_id')
-        .select('turns.event_id')
-        .where('turns.session_key', '>=', low)
-        .where('turns.session_key', '<', high)
-        .where('turns.status', 'in', shown)
-        .where('turns.updated_at', '>=', sinceIso)
-        .where((eb) =>
-          eb.or([
-            eb('platform_replies.event_id', 'is', null),
-            eb('platform_replies.status', '!=', eb.ref('turns.status')),
-          ]),
-        )
-        .orderBy('turns.seq')
-        .limit(limit)
-        .execute();
-      return rows.map((row) => row.event_id);
+    owed(sinceIso, limit) {
+      return listTurnsWithoutReply(db, platform, shown, sinceIso, limit);
     },
     async prune(beforeIso) {
       await db

@@ -1,13 +1,11 @@
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import {
-  outcomeError,
-  PAUSED_STATUSES,
-  turnOutcomeMessage,
-  type FollowStep,
+  sessionKeyFor,
   type InboundSource,
   type MessagePath,
   type TurnEvent,
   type TurnRecord,
+  type TurnStep,
 } from '../../turns/index.js';
 import type { DeliveredReplies } from './platform.delivered.js';
 import { ReplyStream, type ReplyTarget, type Wait } from './reply-stream.js';
@@ -70,24 +68,26 @@ interface Ending {
   status: string;
 }
 
-/** The text a turn's end shows in the chat. */
-function endText(status: string, content: string | null, turn: TurnRecord | null): string | null {
+/** The text a turn's end shows in the chat; `terminationReason` is known when the ledger told the end. */
+function endText(status: string, content: string | null, terminationReason: string | null): string | null {
   switch (status) {
     case 'waiting_approval':
       return `${content ? `${content}\n\n` : ''}A tool call waits for approval: an admin answers /approve or /deny.`;
     case 'waiting_clarification':
       return content;
     case 'interrupted':
-      return turn?.terminationReason === 'process_restart' || content === null || content === ''
+      return terminationReason === 'process_restart' || content === null || content === ''
         ? `${content ? `${content}\n\n` : ''}[the reply was interrupted; please send the message again]`
         : `${content}\n\n[interrupted]`;
-    case 'failed': {
-      const error = turn ? outcomeError(turn) : null;
-      return `[the reply failed: ${error?.message ?? 'internal error'}]`;
-    }
     default:
       return content;
   }
+}
+
+/** The text of a Message as a step carries it (null when there is none). */
+function contentOf(message: object | null): string | null {
+  const content = (message as { content?: unknown } | null)?.content;
+  return typeof content === 'string' ? content : null;
 }
 
 /**
@@ -112,7 +112,7 @@ export class PlatformReplies {
   private readonly sessionPrefix: string;
 
   constructor(private readonly options: PlatformRepliesOptions) {
-    this.sessionPrefix = `gateway:${options.platform}:`;
+    this.sessionPrefix = sessionKeyFor(options.platform, '');
   }
 
   /** Starts watching turn events for this platform's turns (call before the message path recovers turns). */
@@ -259,47 +259,26 @@ export class PlatformReplies {
   }
 
   /** Applies one follow step to the reply; answers how it ends, or null while it goes on. */
-  private apply(step: FollowStep, stream: ReplyStream, eventId: string): Ending | null {
+  private apply(step: TurnStep, stream: ReplyStream, eventId: string): Ending | null {
+    if (step.kind === 'timeout') return null;
+    if (step.seq !== null) this.shownSeq.set(eventId, step.seq);
     switch (step.kind) {
-      case 'timeout':
+      case 'delta':
+        stream.append(step.content);
         return null;
-      case 'end': {
-        const turn = step.turn;
-        const paused = PAUSED_STATUSES.has(turn.status);
-        return { text: endText(turn.status, turnOutcomeMessage(turn).content, turn), paused, status: turn.status };
-      }
-      case 'event': {
-        const { event } = step;
-        this.shownSeq.set(eventId, event.seq);
-        switch (event.type) {
-          case 'delta':
-            if (typeof event.data.content === 'string') stream.append(event.data.content);
-            return null;
-          case 'status': {
-            const status = String(event.data.status);
-            if (!step.live || !PAUSED_STATUSES.has(status)) return null;
-            const message = event.data.message as { content?: string | null } | undefined;
-            return { text: endText(status, message?.content ?? null, null), paused: true, status };
-          }
-          case 'done': {
-            const status = String(event.data.status);
-            const message = event.data.message as { content?: string | null } | undefined;
-            return {
-              text: endText(status, message?.content ?? null, null),
-              paused: PAUSED_STATUSES.has(status),
-              status,
-            };
-          }
-          case 'error': {
-            const error = event.data.error as { message?: unknown } | undefined;
-            const text = typeof error?.message === 'string' ? error.message : 'internal error';
-            return { text: `[the reply failed: ${text}]`, paused: false, status: 'failed' };
-          }
-          case 'tool_call':
-          case 'tool_result':
-            return null;
-        }
-      }
+      case 'tool_call':
+      case 'tool_result':
+      case 'status':
+        return null;
+      case 'paused':
+        return { text: endText(step.status, contentOf(step.message), null), paused: true, status: step.status };
+      case 'ended':
+        if (step.error) return { text: `[the reply failed: ${step.error.message}]`, paused: false, status: 'failed' };
+        return {
+          text: endText(step.status, contentOf(step.message), step.terminationReason),
+          paused: false,
+          status: step.status,
+        };
     }
   }
 }

@@ -9,7 +9,7 @@ import {
   type Logger as SlackLogger,
   type RetryOptions,
 } from '@slack/web-api';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import {
   PlatformAuthError,
   PlatformRateLimitedError,

@@ -1,6 +1,6 @@
 import { Api, GrammyError, HttpError } from 'grammy';
 import type { Update } from 'grammy/types';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import {
   PlatformAuthError,
   PlatformRateLimitedError,

@@ -1,9 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import type { Config } from '../../config/config.schema.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import type { GaugeRegistry } from '../../security/cluster-counts.js';
-import type { MessagePath, TurnEvent } from '../../turns/index.js';
+import { isOutcomeEvent, type MessagePath, type TurnEvent } from '../../turns/index.js';
 import type { Channel, ChannelStats } from '../channel.js';
 import { PendingTurns } from './webhook.pending.js';
 import { buildWebhookServer, type WebhookServer } from './webhook.server.js';
@@ -49,9 +49,6 @@ export interface WebhookChannel extends Channel {
  */
 const MIN_PENDING_WATCH_MS = 600_000;
 
-/** Statuses of a paused turn: an outcome for the pending count, announced by a `status` event. */
-const PAUSED: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
-
 /** `http://host:port` of a listening server (IPv6 in brackets). */
 function urlOf(address: AddressInfo | string | null): string | null {
   if (address === null || typeof address === 'string') return null;
@@ -81,11 +78,10 @@ export function createWebhookChannel(options: WebhookChannelOptions): WebhookCha
       ),
   });
 
-  // A pending slot is freed by the turn's own outcome event, the moment it is published (after it is stored).
+  // A pending slot is freed by the turn's own outcome event (its end, failed too, or a pause), the moment it is
+  // published (after it is stored).
   const settleOnOutcome = (event: TurnEvent): void => {
-    if (event.type === 'done' || (event.type === 'status' && PAUSED.has(String(event.data.status)))) {
-      pending.settle(event.eventId);
-    }
+    if (isOutcomeEvent(event)) pending.settle(event.eventId);
   };
   let untap: (() => void) | null = null;
 

@@ -4,7 +4,7 @@ import { closeAfterEarlyAnswer, protocolServerOptions, refuseMissingHost } from 
 import { requestIdFor } from '../../http/request-id.js';
 import type { Clock } from '../../lib/clock.js';
 import { packageVersion } from '../../lib/version.js';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import { outcomeApiError, outcomeTimeout, sessionKeyFor, type MessagePath } from '../../turns/index.js';
 import { buildWebhookOpenApi } from './webhook.openapi.js';
 import type { PendingTurns } from './webhook.pending.js';

@@ -1,7 +1,7 @@
 import type { SecurityProfile } from '../../config/config.schema.js';
 import { errors, type ErrorCode } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import { fingerprintToken } from '../../security/tokens.js';
 import { CLOSE_CODES, frameErrorOf, identityFields, type AuthFrame, type ServerFrame } from './websocket.frames.js';
 

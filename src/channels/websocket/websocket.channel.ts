@@ -8,7 +8,7 @@ import type { Guard, GuardRequest } from '../../http/guard.js';
 import type { HttpApp } from '../../http/server.js';
 import { API_ALIAS_PREFIX } from '../../http/server.js';
 import type { Clock } from '../../lib/clock.js';
-import type { Logger } from '../../logs/index.js';
+import type { Logger } from '../../lib/logger.js';
 import type { AuditLog } from '../../security/audit.js';
 import { createWindowCounter, type RateLimiter } from '../../security/rate-limit.js';
 import { extractToken } from '../../security/tokens.js';

@@ -11,6 +11,7 @@ import {
   type Submitted,
   type TurnEvent,
   type TurnRecord,
+  readySteps,
 } from '../../turns/index.js';
 import {
   DEFAULT_WEBSOCKET_LIMITS,
@@ -200,7 +201,7 @@ function open(
     },
     follow: (eventId, followOptions) => {
       follows.push({ eventId, options: followOptions });
-      return followTurn(followDeps, eventId, followOptions);
+      return readySteps(followTurn(followDeps, eventId, followOptions), followOptions.endOnPause);
     },
     interrupt: (eventId) => {
       interrupts.push(eventId);

@@ -2,7 +2,7 @@ import type { EventBus, Topic } from '../../events/index.js';
 import { errors } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
 import type { RateDecision } from '../../security/rate-limit.js';
-import { sessionKeyFor, type FollowOptions, type FollowStep, type Submitted } from '../../turns/index.js';
+import { sessionKeyFor, type FollowOptions, type TurnStep, type Submitted } from '../../turns/index.js';
 import {
   WebSocketAuth,
   type AuthDeps,
@@ -101,7 +101,7 @@ export interface ConnectionDeps extends Omit<AuthDeps, 'authTimeoutMs'> {
   /** The message path's `submit` (the reply is always followed to its end, so the submission waits). */
   submit(input: WebSocketSubmit): Promise<Submitted>;
   /** The message path's `follow`. */
-  follow(eventId: string, options: FollowOptions): AsyncIterable<FollowStep>;
+  follow(eventId: string, options: FollowOptions): AsyncIterable<TurnStep>;
   /** The message path's `interrupt(eventId, 'interrupted')`: false when the turn is not running here. */
   interrupt(eventId: string): boolean;
   bus: Pick<EventBus, 'subscribe'>;

@@ -2,14 +2,7 @@ import { z } from 'zod';
 import { TOPICS, type Topic } from '../../events/index.js';
 import { classifyError, ERROR_STATUS, type ErrorCode } from '../../http/errors.js';
 import { parseJsonBounded } from '../../lib/json.js';
-import {
-  outcomeError,
-  PAUSED_STATUSES,
-  turnOutcomeMessage,
-  type FollowStep,
-  type TurnEvent,
-  type TurnRecord,
-} from '../../turns/index.js';
+import { type TurnEvent, readyStep, type TurnStep } from '../../turns/index.js';
 
 /**
  * The WebSocket wire protocol (DECISIONS §8): JSON text frames `{type, …}`.
@@ -223,85 +216,57 @@ export type TurnFrameStep =
   | { kind: 'skip' };
 
 /**
- * Maps one turn event to the frame a follower gets (DECISIONS §8): `delta`,
- * `tool_call`, `tool_result` as they are; `done` → `final`; `error` → an
- * error frame (with the `ref` of the message); a pause (`status`
- * waiting_approval / waiting_clarification) ends the reply with `final`
- * carrying the waiting Message, but only when seen live — a replayed pause
- * may since have been resumed, so the ledger decides then. Other status
- * events are not sent.
+ * Maps one turn event to the frame a follower gets (DECISIONS §8), as
+ * `followStepFrame` does for the step the door makes of it: a pause ends
+ * the reply only when seen live (a replayed pause may since have been
+ * resumed, so the ledger decides then).
  */
 export function turnEventStep(event: TurnEvent, options: { live: boolean; ref?: FrameRef }): TurnFrameStep {
-  const { eventId, data } = event;
-  switch (event.type) {
-    case 'delta':
-      return { kind: 'frame', frame: { type: 'delta', event_id: eventId, content: data.content } };
-    case 'tool_call':
-      return {
-        kind: 'frame',
-        frame: { type: 'tool_call', event_id: eventId, id: data.id, name: data.name, arguments: data.arguments },
-      };
-    case 'tool_result':
-      return {
-        kind: 'frame',
-        frame: { type: 'tool_result', event_id: eventId, id: data.id, name: data.name, result: data.result },
-      };
-    case 'status': {
-      const status = String(data.status);
-      if (!options.live || !PAUSED_STATUSES.has(status)) return { kind: 'skip' };
-      return { kind: 'end', frame: { type: 'final', event_id: eventId, status, message: data.message ?? null } };
-    }
-    case 'done':
-      return {
-        kind: 'end',
-        frame: { type: 'final', event_id: eventId, status: String(data.status), message: data.message ?? null },
-      };
-    case 'error': {
-      const error = (data.error ?? {}) as { code?: unknown; message?: unknown };
-      const code = typeof error.code === 'string' && ERROR_CODES.has(error.code) ? (error.code as ErrorCode) : null;
-      return {
-        kind: 'end',
-        frame: {
-          type: 'error',
-          ...(options.ref !== undefined ? { ref: options.ref } : {}),
-          event_id: eventId,
-          error: {
-            code: code ?? 'INTERNAL_ERROR',
-            message: typeof error.message === 'string' ? error.message : 'the turn failed',
-          },
-        },
-      };
-    }
-  }
-}
-
-/**
- * The frame that ends a reply when the ledger, not an event, says the turn
- * is over (it ended in another process, without a final event, or is
- * paused now): `final` with the Message, or the failed turn's error frame.
- */
-export function ledgerFrame(turn: TurnRecord, ref: FrameRef | undefined): ServerFrame {
-  const error = outcomeError(turn);
-  if (error) return { type: 'error', ...(ref !== undefined ? { ref } : {}), event_id: turn.eventId, error };
-  return { type: 'final', event_id: turn.eventId, status: turn.status, message: turnOutcomeMessage(turn) };
+  return followStepFrame(readyStep({ kind: 'event', event, live: options.live }, true), event.eventId, options.ref);
 }
 
 /**
  * What one step of following a turn means for the client (DECISIONS §8):
- * a frame to send and whether the reply is complete with it.
+ * a frame to send and whether the reply is complete with it. `delta`,
+ * `tool_call`, `tool_result` as they are; a pause or an end → `final` with
+ * the Message; a failed turn → an error frame (with the `ref` of the
+ * message); other status changes are not sent.
  */
-export function followStepFrame(step: FollowStep, eventId: string, ref: FrameRef | undefined): TurnFrameStep {
+export function followStepFrame(step: TurnStep, eventId: string, ref: FrameRef | undefined): TurnFrameStep {
+  const withRef = ref !== undefined ? { ref } : {};
   switch (step.kind) {
-    case 'event':
-      return turnEventStep(step.event, { live: step.live, ...(ref !== undefined ? { ref } : {}) });
-    case 'end':
-      return { kind: 'end', frame: ledgerFrame(step.turn, ref) };
+    case 'delta':
+      return { kind: 'frame', frame: { type: 'delta', event_id: eventId, content: step.content } };
+    case 'tool_call':
+      return {
+        kind: 'frame',
+        frame: { type: 'tool_call', event_id: eventId, id: step.id, name: step.name, arguments: step.arguments },
+      };
+    case 'tool_result':
+      return {
+        kind: 'frame',
+        frame: { type: 'tool_result', event_id: eventId, id: step.id, name: step.name, result: step.result },
+      };
+    case 'status':
+      return { kind: 'skip' };
+    case 'paused':
+      return { kind: 'end', frame: { type: 'final', event_id: eventId, status: step.status, message: step.message } };
+    case 'ended': {
+      if (!step.error) {
+        return { kind: 'end', frame: { type: 'final', event_id: eventId, status: step.status, message: step.message } };
+      }
+      const code = ERROR_CODES.has(step.error.code) ? (step.error.code as ErrorCode) : 'INTERNAL_ERROR';
+      return {
+        kind: 'end',
+        frame: { type: 'error', ...withRef, event_id: eventId, error: { code, message: step.error.message } },
+      };
+    }
     case 'timeout':
       return {
         kind: 'end',
         frame: {
           type: 'error',
-          ...(ref !== undefined ? { ref } : {}),
+          ...withRef,
           event_id: eventId,
           error: {
             code: 'TIMEOUT',

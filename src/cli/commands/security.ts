@@ -1,6 +1,11 @@
 import type { Command } from 'commander';
-import { nodeFileProbe } from '../../security/self-audit.probe.js';
-import { hasCritical, runSelfAudit, type SelfAuditReport, type Severity } from '../../security/self-audit.js';
+import {
+  hasCritical,
+  nodeFileProbe,
+  runSelfAudit,
+  type SelfAuditReport,
+  type Severity,
+} from '../../self-audit/index.js';
 import { CliError, EXIT, type CliIo } from '../io.js';
 import { withConfigOption } from '../options.js';
 import { localConfig } from '../target.js';
