@@ -98,3 +98,23 @@ export interface GatewayOptions {
   /** Keepalive interval of SSE answers in ms (default 15 s); tests shorten it. */
   ssePingMs?: number;
 }
+
+/**
+ * What a start refused after the store opened does before it rethrows:
+ * logs why, closes what was opened (the store, the log pipeline it built)
+ * and releases the instance claim, so nothing is left half open.
+ */
+export function refuseStart(opened: {
+  logger: Logger;
+  store: Store;
+  logs: LogPipeline | null;
+  instance: { release(): Promise<void> };
+}): (err: unknown) => Promise<never> {
+  return async (err) => {
+    opened.logger.error({ source: 'bus', err: (err as Error).message }, 'start-up refused: the bus cannot be used');
+    await opened.store.close();
+    await opened.logs?.close();
+    await opened.instance.release();
+    throw err;
+  };
+}

@@ -35,3 +35,4 @@ export {
   type ServerFrame,
 } from './websocket/websocket.frames.js';
 export { SERVER_FRAMES, type DescribedServerFrame } from './websocket/websocket.server-frames.js';
+export { channelsModule, openChannels, type Channels } from './channels.module.js';

@@ -27,3 +27,4 @@ export {
   type CronRunTrigger,
   type SettledRun,
 } from './cron.repo.js';
+export { cronModule } from './cron.module.js';

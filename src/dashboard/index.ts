@@ -10,3 +10,4 @@ export {
   type DashboardFiles,
   type DashboardLookup,
 } from './dashboard.service.js';
+export { dashboardModule } from './dashboard.module.js';

@@ -17,3 +17,4 @@ export {
   type ProviderHealthOptions,
   type ProviderHealthPolicy,
 } from './provider-health.js';
+export { healthModule, type HealthModuleDeps } from './health.module.js';

@@ -24,3 +24,4 @@ export {
   type NewKnowledge,
 } from './knowledge.service.js';
 export { knowledgeTools } from './knowledge.tools.js';
+export { knowledgeModule } from './knowledge.module.js';

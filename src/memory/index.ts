@@ -17,3 +17,4 @@ export {
   type ScoredMemory,
 } from './memory.service.js';
 export { memoryTools } from './memory.tools.js';
+export { memoryModule } from './memory.module.js';

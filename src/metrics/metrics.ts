@@ -74,6 +74,41 @@ export class GatewayMetrics {
     });
   }
 
+  /** The cross-process bus's observer (ADR 0025): lag, drops, reconnects and messages counted here. */
+  busObserver(): {
+    lag(seconds: number): void;
+    dropped(reason: string): void;
+    reconnected(): void;
+    sent(): void;
+    received(): void;
+  } {
+    return {
+      lag: (seconds) => this.busLag.observe(seconds),
+      dropped: (reason) => this.busDropped.inc({ reason }),
+      reconnected: () => this.busReconnects.inc(),
+      sent: () => this.busMessages.inc({ direction: 'sent' }),
+      received: () => this.busMessages.inc({ direction: 'received' }),
+    };
+  }
+
+  /** Counts each HTTP answer: API requests by method, route and status; the dashboard's files apart (ADR 0021). */
+  responseCounter(
+    isDashboardRoute: (route: string) => boolean,
+  ): (method: string, route: string, status: number) => void {
+    return (method, route, status) =>
+      isDashboardRoute(route)
+        ? this.dashboardRequests.inc({ status: String(status) })
+        : this.requests.inc({ method, route, status: String(status) });
+  }
+
+  /** The message path's observers: each turn's duration by status, and idempotent replays. */
+  turnObserver(): { onOutcome(status: string, ms: number): void; onReplay(): void } {
+    return {
+      onOutcome: (status, ms) => this.turnDuration.observe({ status }, ms / 1000),
+      onReplay: () => this.idempotencyReplays.inc(),
+    };
+  }
+
   /** Registers the gauges, each read at scrape time from the part that owns it (once, when the parts exist). */
   gauge(gauges: {
     queueDepth: () => number;

@@ -5,3 +5,4 @@
  */
 export { EVENT_ID_HEADER, openAiRoutes, type OpenAiRoutesDeps } from './openai.routes.js';
 export { GATEHOUSE_MODEL } from './openai.schema.js';
+export { openAiModule } from './openai.module.js';

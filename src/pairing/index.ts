@@ -10,3 +10,4 @@ export {
   type PairingServiceOptions,
   type VerifyResult,
 } from './pairing.service.js';
+export { pairingModule } from './pairing.module.js';

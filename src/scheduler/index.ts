@@ -7,3 +7,4 @@ export {
   type CronTurnOutcome,
   type CronWaiters,
 } from './cron-scheduler.js';
+export { openScheduler } from './scheduler.open.js';

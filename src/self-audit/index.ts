@@ -14,3 +14,4 @@ export {
 } from './self-audit.findings.js';
 export { securityRoutes, type SecurityRoutesDeps } from './self-audit.routes.js';
 export { hasCritical, runSelfAudit } from './self-audit.js';
+export { selfAuditModule } from './self-audit.module.js';

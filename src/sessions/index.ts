@@ -18,3 +18,4 @@ export {
   type MessageRecord,
   type SessionRecord,
 } from './sessions.repo.js';
+export { sessionsModule } from './sessions.module.js';

@@ -21,3 +21,4 @@ export {
   type LiveAgentSettings,
 } from './settings.hooks.js';
 export { ConfigFileError, writeFileAtomic } from './settings.file.js';
+export { settingsModule } from './settings.module.js';

@@ -14,3 +14,4 @@ export { countSkillsUsedSince, type SkillRecord, type SkillsTable } from './skil
 export { presentSkill, presentSkillDetail } from './skills.presenter.js';
 export { parseSkillMd, renderSkillMd, type SkillDocument } from './skill-md.js';
 export { type SkillStatus } from './skills.status.js';
+export { openSkills, skillsModule } from './skills.module.js';

@@ -31,3 +31,4 @@ export {
   type TaskSource,
   type TaskStatus,
 } from './tasks.schema.js';
+export { openTasks, tasksModule, type Tasks } from './tasks.module.js';

@@ -53,3 +53,5 @@ export {
   streamMessageSchema,
   type AcceptedEvent,
 } from './turns.stream-schema.js';
+export { connectTurns, pathHooks } from './turn-relay.js';
+export { turnsModule } from './turns.module.js';
