@@ -34,10 +34,11 @@ export class DataDirTakenError extends Error {
 
 /** Start-up refused: another live process runs under the same instance id on the shared database. */
 export class InstanceTakenError extends Error {
-  constructor(id: string, holder: string) {
+  /** `holder`: `another gateway (pid N)` or `another process`; `host`: where it runs, when known. */
+  constructor(id: string, holder: string, host: string | null = null) {
     super(
-      `${holder} runs as instance ${id}: stop it, or give this one its own cluster.instance_id, gateway.port or ` +
-        'data_dir',
+      `${holder} runs as instance ${id}${host ? ` on ${host}` : ''}: stop it, or give this one its own ` +
+        'cluster.instance_id, gateway.port or data_dir',
     );
     this.name = 'InstanceTakenError';
   }

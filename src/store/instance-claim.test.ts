@@ -119,7 +119,7 @@ describe.skipIf(pgSkipped)('instance claim on PostgreSQL: a session-level adviso
     const refused = claim({ driver: 'postgres', id, waitMs: 100 });
     await expect(refused).rejects.toThrow(InstanceTakenError);
     await expect(refused).rejects.toThrow(
-      `another gateway (pid ${process.pid} on ${hostname()}) runs as instance ${id}`,
+      `another gateway (pid ${process.pid}) runs as instance ${id} on ${hostname()}`,
     );
     await expect(claim({ driver: 'postgres', id: `${id}_b` })).resolves.toBeDefined();
     await first.release();

@@ -2,7 +2,7 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { type Store, liveOwners } from '../store/index.js';
-import { endedTurn, isTerminalStatus, type MessagePath, type TurnRecord } from '../turns/index.js';
+import { endedTurn, isPausedStatus, isTerminalStatus, type MessagePath, type TurnRecord } from '../turns/index.js';
 import type { TaskRecord } from './tasks.repo.js';
 import { TASK_CANCELLED_REASON, type TaskRunOutcome, type TaskService } from './tasks.service.js';
 
@@ -240,14 +240,14 @@ export class TaskRunner {
       if (task.status === 'cancelled') {
         // Interrupting works once the turn runs in this process; a paused turn has nothing to interrupt.
         if (turn.status === 'running') messages.interrupt(eventId, TASK_CANCELLED_REASON);
-        if (turn.status === 'waiting_approval' || turn.status === 'waiting_clarification') return null;
+        if (isPausedStatus(turn.status)) return null;
       } else if (task.status !== 'running') {
         return null;
       }
       // Closing: only a turn running in this process still ends soon (the message path's shutdown bounds it).
       if (this.closed && !messages.runningTurns().includes(eventId)) return null;
       // A turn paused for a person answers every wait at once: look again on the next tick.
-      if (turn.status === 'waiting_approval' || turn.status === 'waiting_clarification') await this.nextTick();
+      if (isPausedStatus(turn.status)) await this.nextTick();
     }
   }
 

@@ -69,9 +69,9 @@ export async function lockInstance(options: InstanceLockOptions): Promise<Instan
     }
     if (got) break;
     if (Date.now() >= deadline) {
-      const holder = await describeHolder(client, options.id).catch(() => 'another process');
+      const holder = await describeHolder(client, options.id).catch(() => ({ who: 'another process', host: null }));
       await client.end().catch(() => undefined);
-      throw new InstanceTakenError(options.id, holder);
+      throw new InstanceTakenError(options.id, holder.who, holder.host);
     }
     await delay(100);
   }
@@ -89,7 +89,7 @@ export async function lockInstance(options: InstanceLockOptions): Promise<Instan
           if (closed || !(await tryLock(next, options.id))) {
             const why = closed
               ? null
-              : `${await describeHolder(next, options.id).catch(() => 'another process')} holds it`;
+              : `${(await describeHolder(next, options.id).catch(() => null))?.who ?? 'another process'} holds it`;
             await next.end().catch(() => undefined);
             if (why) throw new Error(why);
             return;
@@ -164,8 +164,11 @@ async function tryLock(client: PgModule.Client, id: string): Promise<boolean> {
   return result.rows[0]?.got === true;
 }
 
-/** `another gateway (pid N on host)` from the holding session's application_name, as far as this role may see it. */
-async function describeHolder(client: PgModule.Client, id: string): Promise<string> {
+/**
+ * Who holds the id, from the holding session's application_name (`another gateway (pid N)` and its host), as far
+ * as this role may see it; otherwise `another process` and the address it connected from.
+ */
+async function describeHolder(client: PgModule.Client, id: string): Promise<{ who: string; host: string | null }> {
   const result = await client.query<{ application_name: string | null; client_addr: string | null }>(
     `select a.application_name, host(a.client_addr) as client_addr
        from pg_locks l join pg_stat_activity a on a.pid = l.pid
@@ -177,8 +180,8 @@ async function describeHolder(client: PgModule.Client, id: string): Promise<stri
   );
   const row = result.rows[0];
   const match = /^gatehouse (\d+)@(.+)$/.exec(row?.application_name ?? '');
-  if (match) return `another gateway (pid ${match[1]} on ${match[2]})`;
-  return row?.client_addr ? `another process (connected from ${row.client_addr})` : 'another process';
+  if (match) return { who: `another gateway (pid ${match[1]})`, host: match[2] ?? null };
+  return { who: 'another process', host: row?.client_addr ?? null };
 }
 
 function delay(ms: number): Promise<void> {
