@@ -79,7 +79,9 @@ afterEach(() => {
 // The configuration comes from a real file (or none), loaded as `main.ts` loads it, with its own rate limits.
 const rig = useHarness({ autoOpen: false });
 
-async function start(options: { withFile?: boolean; dir?: string; provider?: ModelProvider } = {}): Promise<Env> {
+async function start(
+  options: { withFile?: boolean; dir?: string; provider?: ModelProvider; clock?: number } = {},
+): Promise<Env> {
   const dir = options.dir ?? mkdtempSync(join(tmpdir(), 'gatehouse-config-api-'));
   if (!dirs.includes(dir)) dirs.push(dir);
   const dataDir = join(dir, 'data');
@@ -108,6 +110,7 @@ async function start(options: { withFile?: boolean; dir?: string; provider?: Mod
   const harness = await rig.open({
     loaded: { config, configPath: loaded.configPath, fileObject: loaded.fileObject },
     ...(options.provider ? { provider: options.provider } : {}),
+    ...(options.clock !== undefined ? { clock: options.clock } : {}),
   });
   const { gateway, logs } = harness;
   return {
@@ -504,7 +507,8 @@ describe('permissions and rate limits', () => {
 
 describe('live apply through the gateway wiring', () => {
   it('security.rate_limits: the limiter uses the new limit at once', async () => {
-    const env = await start();
+    // A manual clock: the three requests fall in one fixed minute window, whenever the test runs.
+    const env = await start({ clock: Date.UTC(2026, 10, 27, 12, 0, 10) });
     const first = await env.inject('PATCH', '/api/v1/config', { security: { rate_limits: { lifecycle: 2 } } });
     expect(first.headers['x-ratelimit-limit']).toBe('5');
     const second = await env.inject('PATCH', '/api/v1/config', { budget: { daily_usd: 1 } });
