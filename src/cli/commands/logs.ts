@@ -68,12 +68,18 @@ export function registerLogs(program: Command, io: CliIo): void {
 
     const stop = new AbortController();
     process.once('SIGINT', () => stop.abort());
-    const response = await fetchApi(target, '/logs', {
-      query: { ...filter, follow: true },
-      headers: { accept: 'text/event-stream' },
-      signal: stop.signal,
-      timeoutMs: 2 ** 31 - 1,
-    });
+    let response: Response;
+    try {
+      response = await fetchApi(target, '/logs', {
+        query: { ...filter, follow: true },
+        headers: { accept: 'text/event-stream' },
+        signal: stop.signal,
+        timeoutMs: 2 ** 31 - 1,
+      });
+    } catch (err) {
+      if (stop.signal.aborted) return; // Ctrl-C while the stream was being opened: a normal end
+      throw err;
+    }
     if (!response.ok || !response.body) throw new CliError(`cannot follow the logs: HTTP ${response.status}`);
     const parser = createParser({
       onEvent: (message: EventSourceMessage) => {
