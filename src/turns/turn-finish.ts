@@ -23,18 +23,24 @@ import type { TerminalTurnStatus, TurnRecord } from './turns.repo.js';
 /** What ending a turn uses (the runner's options). */
 export interface TurnFinishDeps {
   store: Store;
+  /** The store's own statements for each step of a turn (chosen once, where the message path is built). */
   path: TurnPath;
   hub: TurnEventHub;
-  /** Told of each outcome (or pause) once it is durable, before its final event. */
+  /** Told of each outcome (or pause) once it is durable, before its final event: waiting answers need no read. */
   waiters?: Pick<TurnWaiters, 'settled'>;
+  /** Where each turn's moments are marked (`Server-Timing`). */
   timings?: TurnTimings;
+  /** Context windows kept in memory (only where this process is the database's one writer). */
   contextCache?: ContextCache;
+  /** Starts the TTL of a finished turn's idempotency records, in its ledger transaction. */
   idempotency: Pick<Idempotency, 'settle' | 'settledExpiry'>;
   clock: Clock;
   logger: Logger;
   /** This process's instance id (ledger `owner`): the fence's. */
   owner: string;
+  /** Told when a run ends or pauses (metrics). */
   onOutcome?: (status: string, durationMs: number) => void;
+  /** Told once a turn of `sessionKey` ended or paused and its outcome is stored (the session may go on). */
   onSessionFree?: (sessionKey: string) => void;
 }
 

@@ -3,9 +3,7 @@
  * (`turn-commands.ts`) or runs the agent loop on the turn's ports (`turn-ports.ts`), and settles the outcome
  * (`turn-finish.ts`). The store's own statements for each step come from its `TurnPath` (`turn-path.ts`).
  */
-import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { Logger } from '../lib/logger.js';
 import {
   emptyTotals,
   runAgent,
@@ -15,48 +13,24 @@ import {
   type PendingState,
   type Resolution,
 } from '../runtime/index.js';
-import type { Idempotency } from '../idempotency/index.js';
 import { getSession, type ContextEntry } from '../sessions/index.js';
-import type { Store } from '../store/index.js';
-import type { ContextCache } from './context-cache.js';
 import type { InboundPayload } from './inbound.js';
 import { runningStatus, TurnClaimer, type ClaimedStep } from './turn-claim.js';
 import { runChatCommand, type ChatCommand } from './turn-commands.js';
-import type { TurnEventHub } from './turn-events.js';
-import { isStoreUnavailable, settleOutcome, storeUnavailableOutcome } from './turn-finish.js';
-import type { TurnPath } from './turn-path.js';
+import { isStoreUnavailable, settleOutcome, storeUnavailableOutcome, type TurnFinishDeps } from './turn-finish.js';
 import { turnPorts } from './turn-ports.js';
 import type { JobResult, TurnJob } from './turn-queue.js';
-import type { TurnTimings } from './turn-timings.js';
-import type { TurnWaiters } from './turn-waiters.js';
 import { noWrites, type TurnWrites } from './turn-writes.js';
 import { getTurn, type TurnRecord } from './turns.repo.js';
 
 export type { ChatCommand } from './turn-commands.js';
 
-export interface TurnRunnerOptions {
-  store: Store;
-  /** The store's own statements for each step of a turn (chosen once, where the message path is built). */
-  path: TurnPath;
-  hub: TurnEventHub;
-  /** Told of each outcome (or pause) once it is durable, before its final event: waiting answers need no read. */
-  waiters?: Pick<TurnWaiters, 'settled'>;
-  /** Where each turn's moments are marked (`Server-Timing`). */
-  timings?: TurnTimings;
-  /** Context windows kept in memory (only where this process is the database's one writer). */
-  contextCache?: ContextCache;
-  /** Starts the TTL of a finished turn's idempotency records, in its ledger transaction. */
-  idempotency: Pick<Idempotency, 'settle' | 'settledExpiry'>;
-  clock: Clock;
+/** What the runner uses: what ending a turn uses, and what running one adds. */
+export interface TurnRunnerOptions extends TurnFinishDeps {
   ids: IdGenerator;
-  logger: Logger;
   agent: AgentOptions;
   /** USD per UTC day, or null for no cap. */
   dailyBudgetUsd: number | null;
-  /** This process's instance id (ledger `owner`). */
-  owner: string;
-  /** Told when a run ends or pauses (metrics). */
-  onOutcome?: (status: string, durationMs: number) => void;
   /**
    * Where several processes share the database (ADR 0029): told when a turn
    * of `sessionKey` could not start because the session is busy — `claiming`
@@ -65,8 +39,6 @@ export interface TurnRunnerOptions {
    * The job waits in its lane as `blocked` until `TurnQueue.recheck`.
    */
   onSessionBusy?: (sessionKey: string, why: 'claiming' | 'elsewhere') => void;
-  /** Told once a turn of `sessionKey` ended or paused and its outcome is stored (the session may go on). */
-  onSessionFree?: (sessionKey: string) => void;
   /**
    * Extra chat commands (`/approve <skill>`…), by name without the slash.
    * A handler answers with the reply text; it checks its own permissions.
