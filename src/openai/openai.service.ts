@@ -5,7 +5,10 @@ import { resolveKey, type Headers } from '../idempotency/index.js';
 import type { IdGenerator } from '../lib/ids.js';
 import {
   MAX_CONTEXT_MESSAGES,
+  endedTurn,
+  isInterruptedStatus,
   outcomeApiError,
+  pauseOf,
   sessionKeyFor,
   turnOutcomeMessage,
   type ContextMessage,
@@ -148,29 +151,25 @@ export function answerOf(turn: TurnRecord): CompletionAnswer {
     usage,
     notice: true,
   });
-  switch (turn.status) {
-    case 'completed':
-      return { content: reply, finishReason: 'stop', usage, notice: false };
-    case 'incomplete':
-      if (reply) return { content: reply, finishReason: 'length', usage, notice: false };
-      return note(
-        `The agent stopped before it answered (${turn.terminationReason ?? 'incomplete'}); event ${id}.`,
-        'length',
-      );
-    case 'waiting_approval':
-      return note(
-        `Waiting for an administrator to approve the tool call${turn.currentTool ? ` "${turn.currentTool}"` : ''} ` +
-          `(event ${id}). Once it is approved or denied the reply appears in this conversation's history.`,
-      );
-    case 'waiting_clarification':
-      return note(`${reply || 'Could you clarify?'}\n\n(Waiting for your answer in this conversation; event ${id}.)`);
-    case 'interrupted':
-      return note(
-        `The turn was interrupted (${turn.terminationReason ?? 'interrupted'}) before it answered; event ${id}.`,
-      );
-    case 'failed': // answered by its error above
-    case 'accepted': // not outcomes: waiting returns only outcomes
-    case 'running':
-      return note(`The turn is ${turn.status}; event ${id}.`);
+  const ended = endedTurn(turn);
+  const pause = pauseOf(turn.status);
+  if (ended?.completed) return { content: reply, finishReason: 'stop', usage, notice: false };
+  if (ended && isInterruptedStatus(turn.status)) {
+    return note(`The turn was interrupted (${ended.reason}) before it answered; event ${id}.`);
   }
+  if (ended) {
+    // Incomplete (a failed turn was answered by its error above): what the agent got to, cut short.
+    if (reply) return { content: reply, finishReason: 'length', usage, notice: false };
+    return note(`The agent stopped before it answered (${ended.reason}); event ${id}.`, 'length');
+  }
+  if (pause === 'approval') {
+    return note(
+      `Waiting for an administrator to approve the tool call${turn.currentTool ? ` "${turn.currentTool}"` : ''} ` +
+        `(event ${id}). Once it is approved or denied the reply appears in this conversation's history.`,
+    );
+  }
+  if (pause === 'clarification') {
+    return note(`${reply || 'Could you clarify?'}\n\n(Waiting for your answer in this conversation; event ${id}.)`);
+  }
+  return note(`The turn is ${turn.status}; event ${id}.`); // not an outcome: waiting returns only outcomes
 }

@@ -78,7 +78,7 @@ describeBackends('task runner', (backend) => {
           );
           return { eventId, sessionKey: input.sessionKey, replay: false, answer: input.wait ? 'result' : 'ack' };
         },
-        waitFor: (eventId, timeoutMs, signal) => waiters.wait(eventId, timeoutMs, signal),
+        waitFor: (eventId, timeoutMs, signal, until) => waiters.wait(eventId, timeoutMs, signal, until),
         // Turn runner stand-in: records interrupts, reports `localTurns` as running here.
         interrupt(eventId, reason) {
           interrupts.push([eventId, reason]);
@@ -241,8 +241,9 @@ describeBackends('task runner', (backend) => {
     const task = await service.create({ title: 'cancel me' });
     runner.notify();
     const eventId = await eventOf(task.id);
-    // Cancelled by another process (no interrupt hook here) while the turn is still accepted.
+    // Cancelled by another process (no interrupt hook here) while the turn is still accepted; the bus tells this one.
     await service.cancel(task.id);
+    runner.notify();
     await startTurn(eventId);
     await vi.waitFor(() => expect(interrupts).toContainEqual([eventId, 'task_cancelled']), { interval: 5 });
     await t.store.writer.run((trx) =>

@@ -2,11 +2,22 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
 import { type Store, liveOwners } from '../store/index.js';
-import { endedTurn, isPausedStatus, isTerminalStatus, type MessagePath, type TurnRecord } from '../turns/index.js';
+import {
+  endedTurn,
+  isPausedStatus,
+  isRunningStatus,
+  isTerminalStatus,
+  type MessagePath,
+  type TurnRecord,
+} from '../turns/index.js';
 import type { TaskRecord } from './tasks.repo.js';
 import { TASK_CANCELLED_REASON, type TaskRunOutcome, type TaskService } from './tasks.service.js';
 
-/** How often the runner looks for work on its own (tasks created by other processes, recovery). */
+/**
+ * How often the runner looks for work on its own (recovery of what dead
+ * processes left), and how often a cancelled task whose turn has not started
+ * yet looks again to interrupt it.
+ */
 export const DEFAULT_TASK_POLL_MS = 2_000;
 /** An instance whose heartbeat is older than this is dead (as the message path judges it). */
 const STALE_INSTANCE_MS = 20_000;
@@ -54,8 +65,11 @@ export interface TaskRunnerOptions {
  * the task (completed with the response, or failed with the error). A
  * cancelled task's turn is interrupted and the task stays cancelled.
  *
- * Wakes on `notify()` (a task was created or changed) and polls every
- * `pollMs` for tasks of other processes and for recovery: claimed tasks
+ * A run waits on the message path's door for its turn to end, with no
+ * polling; `notify()` (a task was created or changed, here or in another
+ * process over the bus) claims work and wakes every run to look at its task
+ * again (cancelled: interrupt the turn; finished by a person: let go). The
+ * poll every `pollMs` is for recovery: claimed tasks
  * whose turn ended while nobody waited (a dead process, a restart) are
  * finished from the ledger, and claims whose claimer died before submitting
  * fail with `process_restart`. One loop, owned here; `close()` stops it.
@@ -65,8 +79,6 @@ export class TaskRunner {
   private readonly pollMs: number;
   private maxConcurrent: number;
   private readonly log: Logger;
-  /** Aborted by `close()`: wakes every wait so each run re-judges its turn. */
-  private readonly closing = new AbortController();
   private stopTimer: (() => void) | null = null;
   private started = false;
   private closed = false;
@@ -74,8 +86,8 @@ export class TaskRunner {
   private again = false;
   /** The recovery sweep in progress; ticks never overlap sweeps. */
   private sweeping: Promise<void> | null = null;
-  /** Runs paused on a turn that waits for a person, woken by the next tick. */
-  private tickWaiters: Array<() => void> = [];
+  /** One per run waiting for its turn: aborted by `notify()` and `close()` so the run looks at its task again. */
+  private readonly wakes = new Set<AbortController>();
 
   constructor(private readonly options: TaskRunnerOptions) {
     this.pollMs = options.pollMs ?? DEFAULT_TASK_POLL_MS;
@@ -112,6 +124,7 @@ export class TaskRunner {
 
   /** Looks for claimable work now (a task was created or changed). Never throws; coalesces bursts. */
   notify(): void {
+    for (const wake of this.wakes) wake.abort();
     if (!this.started || this.closed) return;
     if (this.pumping) {
       this.again = true;
@@ -141,8 +154,7 @@ export class TaskRunner {
       this.closed = true;
       this.stopTimer?.();
       this.stopTimer = null;
-      this.closing.abort();
-      this.releaseTickWaiters();
+      for (const wake of this.wakes) wake.abort();
     }
     await this.pumping;
     await this.sweeping;
@@ -150,7 +162,6 @@ export class TaskRunner {
   }
 
   private tick(): void {
-    this.releaseTickWaiters();
     if (this.sweeping) return;
     this.sweeping = this.recover()
       .catch((err: unknown) => this.log.warn({ err: errorText(err) }, 'task recovery sweep failed'))
@@ -158,17 +169,6 @@ export class TaskRunner {
         this.sweeping = null;
         this.notify();
       });
-  }
-
-  private releaseTickWaiters(): void {
-    const waiting = this.tickWaiters;
-    this.tickWaiters = [];
-    for (const wake of waiting) wake();
-  }
-
-  private nextTick(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    return new Promise((resolve) => this.tickWaiters.push(resolve));
   }
 
   /** Claims while this process and the database-wide bound have room. */
@@ -220,34 +220,42 @@ export class TaskRunner {
   }
 
   /**
-   * Waits for the turn to end. Between waits it checks the task: a
-   * cancelled task's turn is interrupted (once it runs here); a task a
-   * person finished is let go. Returns the ended turn, or null when the run
-   * is abandoned (task finished elsewhere, or closing while the turn does
-   * not run in this process).
+   * Waits on the door for the turn to end. Woken by `notify()`, it looks at
+   * the task: a cancelled task's turn is interrupted once it runs (until
+   * then it looks again every `pollMs`); a task a person finished is let
+   * go. Returns the ended turn, or null when the run is abandoned (task
+   * finished elsewhere, a cancelled task's turn paused for a person, or
+   * closing while the turn does not run in this process).
    */
   private async awaitTurn(taskId: string, eventId: string): Promise<TurnRecord | null> {
     const { service, messages } = this.options;
+    let recheckMs = Number.MAX_SAFE_INTEGER;
     for (;;) {
-      const signal = this.closed ? undefined : this.closing.signal;
-      let turn = await messages.waitFor(eventId, this.pollMs, signal);
+      // Closing: only a turn running in this process still ends soon (the message path's shutdown bounds it).
+      if (this.closed && !messages.runningTurns().includes(eventId)) return null;
+      const wake = new AbortController();
+      this.wakes.add(wake);
+      let turn: TurnRecord | null;
+      try {
+        turn = await messages.waitFor(eventId, recheckMs, wake.signal, 'terminal');
+      } finally {
+        this.wakes.delete(wake);
+      }
       if (turn && isTerminalStatus(turn.status)) return turn;
       const task = await service.get(taskId);
       if (!task) return null;
-      turn ??= await messages.turn(eventId);
+      turn = await messages.turn(eventId);
       if (!turn) return null;
       if (isTerminalStatus(turn.status)) return turn;
       if (task.status === 'cancelled') {
-        // Interrupting works once the turn runs in this process; a paused turn has nothing to interrupt.
-        if (turn.status === 'running') messages.interrupt(eventId, TASK_CANCELLED_REASON);
+        // Interrupting works once the turn runs; a paused turn has nothing to interrupt.
         if (isPausedStatus(turn.status)) return null;
+        const running = isRunningStatus(turn.status);
+        if (running) messages.interrupt(eventId, TASK_CANCELLED_REASON);
+        recheckMs = running ? Number.MAX_SAFE_INTEGER : this.pollMs;
       } else if (task.status !== 'running') {
         return null;
       }
-      // Closing: only a turn running in this process still ends soon (the message path's shutdown bounds it).
-      if (this.closed && !messages.runningTurns().includes(eventId)) return null;
-      // A turn paused for a person answers every wait at once: look again on the next tick.
-      if (isPausedStatus(turn.status)) await this.nextTick();
     }
   }
 

@@ -18,12 +18,24 @@ export {
   type InboundSource,
   type Submitted,
 } from './inbound.js';
-export { PAUSED_STATUSES, type FollowOptions } from './turn-follow.js';
-export { isOutcomeEvent, isPausedStatus, readyStep, readySteps, type StepError, type TurnStep } from './turn-steps.js';
+export { type FollowOptions } from './turn-follow.js';
+export {
+  PAUSED_STATUSES,
+  REPLY_OWED_STATUSES,
+  endedShort,
+  endedWell,
+  isCompletedStatus,
+  isInterruptedStatus,
+  isPausedStatus,
+  isRunningStatus,
+  pauseOf,
+} from './turn-status.js';
+export { isOutcomeEvent, readyStep, readySteps, type StepError, type TurnStep } from './turn-steps.js';
 export type { TurnEvent, TurnEventType } from './turn-events.js';
 export type { ChatCommand } from './turn-commands.js';
 export type { MessageView } from './turns.presenter.js';
-export { isTerminalStatus, type TurnRecord, type TurnStatus } from './turns.repo.js';
+export { type TurnRecord } from './turns.repo.js';
+export { isTerminalStatus, type TurnStatus } from './turn-status.js';
 export {
   listRunningCronRunsWithEndedTurns,
   listRunningTasksWithEndedTurns,

@@ -68,10 +68,16 @@ export interface MessagePath {
    */
   follow(eventId: string, options: FollowOptions): AsyncGenerator<TurnStep>;
   /**
-   * The turn once it has an outcome (pauses included), or null after
-   * `timeoutMs` or an abort (it goes on; its acceptance is durable by then).
+   * The turn once it has an outcome (pauses included; with `until:
+   * 'terminal'` only once it has ended), or null after `timeoutMs` or an
+   * abort (it goes on; its acceptance is durable by then).
    */
-  waitFor(eventId: string, timeoutMs: number, signal?: AbortSignal): Promise<TurnRecord | null>;
+  waitFor(
+    eventId: string,
+    timeoutMs: number,
+    signal?: AbortSignal,
+    until?: 'outcome' | 'terminal',
+  ): Promise<TurnRecord | null>;
   /** The moments of a turn marked so far (`Server-Timing` of the answer), forgotten once read. */
   timings(eventId: string): TurnMarks | undefined;
   /**
@@ -380,8 +386,8 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     owner,
     submit: (inbound) => intake.submit(inbound),
     follow,
-    waitFor: async (eventId, timeoutMs, signal) => {
-      const turn = await waiters.wait(eventId, timeoutMs, signal);
+    waitFor: async (eventId, timeoutMs, signal, until) => {
+      const turn = await waiters.wait(eventId, timeoutMs, signal, until);
       // A waited acceptance may not be durable yet (`Inbound.outcomeOnly`): it is before the caller hears
       // of the event without its outcome (504).
       if (!turn) await store.writer.sync();

@@ -1,7 +1,8 @@
 import { ApiError, errors, type ErrorCode } from '../http/errors.js';
 import { HttpResult } from '../http/route.js';
 import { turnOutcomeMessage } from './turns.presenter.js';
-import { isTerminalStatus, type TurnRecord } from './turns.repo.js';
+import { isTerminalStatus } from './turn-status.js';
+import type { TurnRecord } from './turns.repo.js';
 
 /** The error a failed turn answers with, in every wire format. */
 export interface OutcomeError {

@@ -18,7 +18,8 @@ import type { TurnTimings } from './turn-timings.js';
 import type { TurnWaiters } from './turn-waiters.js';
 import type { TurnWrites } from './turn-writes.js';
 import { messageView } from './turns.presenter.js';
-import type { TerminalTurnStatus, TurnRecord } from './turns.repo.js';
+import type { TerminalTurnStatus } from './turn-status.js';
+import type { TurnRecord } from './turns.repo.js';
 
 /** What ending a turn uses (the runner's options). */
 export interface TurnFinishDeps {

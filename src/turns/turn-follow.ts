@@ -2,8 +2,8 @@ import type { TurnEvent, TurnEventHub } from './turn-events.js';
 import type { TurnWaiters } from './turn-waiters.js';
 import type { TurnRecord } from './turns.repo.js';
 
-/** Statuses a turn pauses in (the reply to one message may end there: `endOnPause`). */
-export const PAUSED_STATUSES: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
+import { PAUSED_STATUSES } from './turn-status.js';
+export { PAUSED_STATUSES };
 
 /** How to follow a turn. */
 export interface FollowOptions {

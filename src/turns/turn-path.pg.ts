@@ -8,7 +8,8 @@ import {
 } from '../sessions/index.js';
 import { preparedSql, type Database, type TurnsTable } from '../store/index.js';
 import { usageRow, type UsageInput } from '../usage/index.js';
-import { TERMINAL_STATUSES, toTurn, type TerminalTurnStatus, type TurnRecord } from './turns.repo.js';
+import { TERMINAL_STATUSES, type TerminalTurnStatus } from './turn-status.js';
+import { toTurn, type TurnRecord } from './turns.repo.js';
 
 /**
  * The turn path's writes on PostgreSQL, each folded into one statement

@@ -13,7 +13,8 @@ import type { Database, Store } from '../store/index.js';
 import { FoldedTurnPath } from './turn-path.folded.js';
 import { GeneralTurnPath } from './turn-path.general.js';
 import type { TurnWrites } from './turn-writes.js';
-import type { TerminalTurnStatus, TurnRecord, WaitingTurnStatus } from './turns.repo.js';
+import type { TerminalTurnStatus, WaitingTurnStatus } from './turn-status.js';
+import type { TurnRecord } from './turns.repo.js';
 
 export { TurnTakenOverError } from './turn-path.general.js';
 

@@ -46,10 +46,7 @@ export interface StepError {
   details?: Record<string, unknown>;
 }
 
-/** True when `status` is one a turn pauses in. */
-export function isPausedStatus(status: string): boolean {
-  return PAUSED_STATUSES.has(status);
-}
+export { isPausedStatus } from './turn-status.js';
 
 /**
  * True for a turn event that settles the turn for whoever waits on it: its

@@ -4,7 +4,8 @@ import { openSse } from '../http/sse.js';
 import type { TurnEventType } from './turn-events.js';
 import type { FollowOptions } from './turn-follow.js';
 import type { TurnStep } from './turn-steps.js';
-import { isTerminalStatus, type TurnRecord } from './turns.repo.js';
+import { isTerminalStatus } from './turn-status.js';
+import type { TurnRecord } from './turns.repo.js';
 
 function isFinal(type: string): boolean {
   return type === 'done' || type === 'error';

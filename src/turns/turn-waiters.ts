@@ -1,20 +1,14 @@
 import { errors } from '../http/errors.js';
 import type { Store } from '../store/index.js';
 import type { TurnEventHub } from './turn-events.js';
+import { TERMINAL_STATUSES as TERMINAL_STATUS_LIST } from './turn-status.js';
 import { getTurn, type TurnRecord } from './turns.repo.js';
 
-/** Statuses a waiting request answers with (the turn's final state for that request). */
-export const OUTCOME_STATUSES: ReadonlySet<string> = new Set([
-  'completed',
-  'incomplete',
-  'failed',
-  'interrupted',
-  'waiting_approval',
-  'waiting_clarification',
-]);
+export { OUTCOME_STATUSES } from './turn-status.js';
+import { OUTCOME_STATUSES } from './turn-status.js';
 
 /** Statuses no turn leaves (the first terminal status wins). */
-const TERMINAL_STATUSES: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'interrupted']);
+const TERMINAL_STATUSES: ReadonlySet<string> = new Set(TERMINAL_STATUS_LIST);
 /** The longest timer Node keeps (about 24.8 days); longer waits are cut to it. */
 const MAX_TIMER_MS = 2_147_483_647;
 /** Terminal outcomes stored in this process remembered for waiters that come just after (bounded). */

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../store/index.js';
 import { sessionKeyFor } from './inbound.js';
-import { TERMINAL_STATUSES } from './turns.repo.js';
+import { TERMINAL_STATUSES } from './turn-status.js';
 
 /**
  * The reads other capabilities make of the turn ledger, joined with their own

@@ -2,8 +2,8 @@ import type { Kysely } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Database } from '../store/database.js';
 import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
+import { TERMINAL_STATUSES, isTerminalStatus } from './turn-status.js';
 import {
-  TERMINAL_STATUSES,
   type TurnRecord,
   claimTurn,
   finishTurn,
@@ -11,7 +11,6 @@ import {
   holdsTurns,
   insertTurn,
   interruptTurns,
-  isTerminalStatus,
   listSessionTurns,
   listTurnsByStatus,
   pauseTurn,

@@ -4,37 +4,14 @@ import { prepared, type Database, type TurnsTable } from '../store/index.js';
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
 
-/** The spec's turn statuses. */
-export const TURN_STATUSES = [
-  'accepted',
-  'running',
-  'waiting_approval',
-  'waiting_clarification',
-  'completed',
-  'incomplete',
-  'failed',
-  'interrupted',
-] as const;
-
-/** A turn's lifecycle state. */
-export type TurnStatus = (typeof TURN_STATUSES)[number];
-
-/** Statuses a turn never leaves: the first one written wins. */
-export const TERMINAL_STATUSES = ['completed', 'incomplete', 'failed', 'interrupted'] as const;
-
-/** A status a turn ends in. */
-export type TerminalTurnStatus = (typeof TERMINAL_STATUSES)[number];
-
-/** A status a turn can still move on from. */
-export type OpenTurnStatus = Exclude<TurnStatus, TerminalTurnStatus>;
-
-/** The statuses a paused turn waits in. */
-export type WaitingTurnStatus = 'waiting_approval' | 'waiting_clarification';
-
-/** True for completed, incomplete, failed and interrupted. */
-export function isTerminalStatus(status: string): status is TerminalTurnStatus {
-  return (TERMINAL_STATUSES as readonly string[]).includes(status);
-}
+import {
+  TERMINAL_STATUSES,
+  isTerminalStatus,
+  type OpenTurnStatus,
+  type TerminalTurnStatus,
+  type TurnStatus,
+  type WaitingTurnStatus,
+} from './turn-status.js';
 
 /** One row of the turn ledger. */
 export interface TurnRecord {

@@ -14,7 +14,8 @@ import { listTurnEvents } from './turn-events.repo.js';
 import { resumedPastEnd, streamTurnEvents } from './turn-stream.js';
 import { presentTurn } from './turns.presenter.js';
 import { turnListSchema, turnPageSchema, turnSchema } from './turns.schema.js';
-import { getTurn, listSessionTurns, listTurnsByStatus, resumeTurn, TURN_STATUSES } from './turns.repo.js';
+import { TURN_STATUSES } from './turn-status.js';
+import { getTurn, listSessionTurns, listTurnsByStatus, resumeTurn } from './turns.repo.js';
 
 const eventParams = z.object({ event_id: z.string().min(1) });
 

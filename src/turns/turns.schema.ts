@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { streamMessageSchema } from './turns.stream-schema.js';
-import { TURN_STATUSES } from './turns.repo.js';
+import { TURN_STATUSES } from './turn-status.js';
 
 /*
  * Response shapes of the message and turn routes (the presenters' output),

@@ -1,6 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../store/index.js';
-import { PAUSED_STATUSES, listTurnsWithoutReply } from '../../turns/index.js';
+import { REPLY_OWED_STATUSES, listTurnsWithoutReply } from '../../turns/index.js';
 
 /**
  * The replies a platform channel has delivered (`platform_replies`,
@@ -17,12 +17,9 @@ export interface DeliveredReplies {
   prune(beforeIso: string): Promise<void>;
 }
 
-/** Turn statuses whose reply is final or a pause's question: the ones a reply is owed for. */
-const shownStatuses = (): string[] => ['completed', 'incomplete', 'failed', 'interrupted', ...PAUSED_STATUSES];
-
 /** `DeliveredReplies` of `platform` in the gateway's database. */
 export function deliveredReplies(db: Kysely<Database>, platform: string, now: () => string): DeliveredReplies {
-  const shown = shownStatuses(); // read here: PAUSED_STATUSES is not yet defined while modules load
+  const shown = [...REPLY_OWED_STATUSES];
   return {
     async delivered(eventId, status) {
       await db

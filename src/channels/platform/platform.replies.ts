@@ -1,5 +1,7 @@
 import type { Logger } from '../../lib/logger.js';
 import {
+  isInterruptedStatus,
+  pauseOf,
   sessionKeyFor,
   type InboundSource,
   type MessagePath,
@@ -70,18 +72,16 @@ interface Ending {
 
 /** The text a turn's end shows in the chat; `terminationReason` is known when the ledger told the end. */
 function endText(status: string, content: string | null, terminationReason: string | null): string | null {
-  switch (status) {
-    case 'waiting_approval':
-      return `${content ? `${content}\n\n` : ''}A tool call waits for approval: an admin answers /approve or /deny.`;
-    case 'waiting_clarification':
-      return content;
-    case 'interrupted':
-      return terminationReason === 'process_restart' || content === null || content === ''
-        ? `${content ? `${content}\n\n` : ''}[the reply was interrupted; please send the message again]`
-        : `${content}\n\n[interrupted]`;
-    default:
-      return content;
+  const pause = pauseOf(status);
+  if (pause === 'approval') {
+    return `${content ? `${content}\n\n` : ''}A tool call waits for approval: an admin answers /approve or /deny.`;
   }
+  if (pause === null && isInterruptedStatus(status)) {
+    return terminationReason === 'process_restart' || content === null || content === ''
+      ? `${content ? `${content}\n\n` : ''}[the reply was interrupted; please send the message again]`
+      : `${content}\n\n[interrupted]`;
+  }
+  return content;
 }
 
 /** The text of a Message as a step carries it (null when there is none). */
@@ -273,7 +273,7 @@ export class PlatformReplies {
       case 'paused':
         return { text: endText(step.status, contentOf(step.message), null), paused: true, status: step.status };
       case 'ended':
-        if (step.error) return { text: `[the reply failed: ${step.error.message}]`, paused: false, status: 'failed' };
+        if (step.error) return { text: `[the reply failed: ${step.error.message}]`, paused: false, status: step.status };
         return {
           text: endText(step.status, contentOf(step.message), step.terminationReason),
           paused: false,

@@ -1,3 +1,4 @@
+import { endedShort, isCompletedStatus } from '../../turns/turn-status.js';
 import { style } from '../terminal.js';
 import type { HistoryEntry, SessionView } from './chat.api.js';
 import { COMMANDS } from './chat.commands.js';
@@ -50,8 +51,8 @@ export function statusLine(colour: boolean, status: string, message: MessageView
     if (cost.total_usd !== undefined) parts.push(`$${cost.total_usd.toFixed(6)}`);
   }
   const text = parts.join(' · ');
-  if (status === 'completed') return style(colour, 'dim', `  ✓ ${text}`);
-  if (status === 'interrupted' || status === 'incomplete') return style(colour, 'yellow', `  ■ ${text}`);
+  if (isCompletedStatus(status)) return style(colour, 'dim', `  ✓ ${text}`);
+  if (endedShort(status)) return style(colour, 'yellow', `  ■ ${text}`);
   return style(colour, 'yellow', `  ● ${text}`);
 }
 

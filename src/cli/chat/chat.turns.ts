@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { endedWell, pauseOf } from '../../turns/turn-status.js';
 import { style } from '../terminal.js';
 import {
   interruptFrame,
@@ -201,12 +202,13 @@ function showText(chat: TurnChat, turn: Turn, text: string): void {
 function onFinal(chat: TurnChat, turn: Turn, status: string, message: MessageView | null): void {
   turn.lastHeardAt = Date.now();
   const content = message?.content ?? '';
-  if (status === 'waiting_approval') {
+  const pause = pauseOf(status);
+  if (pause === 'approval') {
     showText(chat, turn, turn.reply.remainder(content));
     chat.awaitApproval(turn, message);
     return;
   }
-  if (status === 'waiting_clarification') {
+  if (pause === 'clarification') {
     // The question is the paused Message's content (the ask_user call's argument), not streamed as text.
     turn.needLabel = true;
     showText(chat, turn, turn.reply.remainder(content));
@@ -218,7 +220,7 @@ function onFinal(chat: TurnChat, turn: Turn, status: string, message: MessageVie
   showText(chat, turn, turn.reply.remainder(content));
   chat.input?.ensureLineStart();
   chat.print(statusLine(chat.colour, status, message));
-  if (status !== 'completed' && status !== 'interrupted') chat.failures += 1;
+  if (!endedWell(status)) chat.failures += 1;
   chat.endTurn();
 }
 
