@@ -35,9 +35,11 @@ describe('defaults', () => {
       token_header: 'X-API-Token',
       allowed_origins: [],
       allowed_hosts: [],
+      principals: [],
       pairing_ttl_seconds: 300,
       loopback_trust: true,
     });
+    expect(c).toMatchObject({ agents: {}, default_agent: null, bindings: [] });
     expect(c.security).toEqual({
       profile: 'standard',
       rate_limits: { read: 120, write: 30, analytics: 10, lifecycle: 5 },
@@ -195,6 +197,7 @@ describe('errors: every offending path at once, start-up refused', () => {
 describe('redaction', () => {
   it('knows every secret key from the schema', () => {
     expect([...SECRET_PATHS].sort()).toEqual([
+      'agents.*.provider.api_key',
       'bus.url',
       'channels.slack.app_token',
       'channels.slack.bot_token',
@@ -205,6 +208,7 @@ describe('redaction', () => {
       'embeddings.api_key',
       'gateway.auth.admin_tokens',
       'gateway.auth.api_tokens',
+      'gateway.auth.principals.*.tokens',
       'provider.api_key',
       'storage.url',
     ]);

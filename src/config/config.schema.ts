@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { referenceIssues } from './config.references.js';
 
 /**
  * The one source of every configuration key, its type, its default and its
@@ -33,6 +34,59 @@ const positiveInt = z.number().int().min(1);
 export const authModes = ['open', 'allowlist', 'pairing'] as const;
 export const securityProfiles = ['minimal', 'standard', 'extended'] as const;
 export const logLevels = ['debug', 'info', 'warning', 'error'] as const;
+
+const rateLimitsSchema = z
+  .strictObject({
+    read: positiveInt.default(120).meta(about('GET requests.')),
+    write: positiveInt.default(30).meta(about('Requests of every other method.')),
+    analytics: positiveInt.default(10).meta(about('The /analytics routes.')),
+    lifecycle: positiveInt
+      .default(5)
+      .meta(about('Channel reconnect/disable/enable, configuration PUT/PATCH, knowledge reindex.')),
+  })
+  .prefault({})
+  .meta(about('Requests per minute per token, in fixed one-minute windows, by route group.'));
+
+/** An id of an agent or a principal: lower-case letters, digits, `_` and `-`, starting with a letter or digit. */
+const idSchema = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 lower-case letters, digits, "_" or "-", starting with a letter or digit');
+
+const dailyBudgetSchema = z
+  .strictObject({
+    daily_usd: z
+      .number()
+      .min(0)
+      .nullable()
+      .default(null)
+      .meta(about('Spend cap per UTC day in USD, checked before each model call; null: no cap.')),
+  })
+  .prefault({});
+
+const principalSchema = z.strictObject({
+  id: idSchema.meta(about('The principal: who owns the sessions, turns, tasks and memory its tokens create.')),
+  role: z
+    .enum(['api', 'admin'])
+    .default('api')
+    .meta(about('api: sees and changes only what it owns; admin: everything.')),
+  tokens: secret(z.array(nonEmpty).default([]).meta(about('Its tokens (secrets).'))),
+  token_sha256: z
+    .array(z.string().regex(/^[0-9a-f]{64}$/, 'must be 64 lower-case hex digits'))
+    .default([])
+    .meta(about('Its tokens as SHA-256 hex digests, so the file holds no secret.')),
+  agents: z.array(nonEmpty).default(['*']).meta(about('Agents it may use: ids or globs ("*": all).')),
+  budget: dailyBudgetSchema.meta(about("Its own spend cap per UTC day, on top of the agents' and the gateway's.")),
+  rate_limits: rateLimitsSchema
+    .nullable()
+    .default(null)
+    .meta(about('Its requests per minute by route group, counted over all its tokens; null: security.rate_limits.')),
+  tokens_rotated_at: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date, YYYY-MM-DD')
+    .nullable()
+    .default(null)
+    .meta(about('When its tokens were last replaced (the security audit flags admins without one).')),
+});
 
 const authSchema = z
   .strictObject({
@@ -95,6 +149,15 @@ const authSchema = z
           'a loopback bind: localhost, 127.0.0.1 and [::1].',
         ),
       ),
+    principals: z
+      .array(principalSchema)
+      .default([])
+      .meta(
+        about(
+          'Several users behind one gateway (DECISIONS §18): each token belongs to one principal, which sees only',
+          'what it owns. api_tokens and admin_tokens belong to the principal "default".',
+        ),
+      ),
     pairing_ttl_seconds: positiveInt.default(300).meta(about('Lifetime of a pairing code, in seconds.')),
     loopback_trust: z
       .boolean()
@@ -128,18 +191,6 @@ const gatewaySchema = z
   })
   .prefault({})
   .meta(about('The main server: REST API, WebSocket, dashboard and the OpenAI-compatible API.'));
-
-const rateLimitsSchema = z
-  .strictObject({
-    read: positiveInt.default(120).meta(about('GET requests.')),
-    write: positiveInt.default(30).meta(about('Requests of every other method.')),
-    analytics: positiveInt.default(10).meta(about('The /analytics routes.')),
-    lifecycle: positiveInt
-      .default(5)
-      .meta(about('Channel reconnect/disable/enable, configuration PUT/PATCH, knowledge reindex.')),
-  })
-  .prefault({})
-  .meta(about('Requests per minute per token, in fixed one-minute windows, by route group.'));
 
 const securitySchema = z
   .strictObject({
@@ -372,6 +423,65 @@ const agentSchema = z
   .prefault({})
   .meta(about('The agent loop.'));
 
+const agentProviderSchema = z
+  .strictObject({
+    type: z.enum(['echo', 'openai', 'anthropic']).optional().meta(about('As provider.type.')),
+    base_url: z.string().nullable().optional().meta(about('As provider.base_url.')),
+    api_key: secret(z.string().nullable().optional().meta(about('As provider.api_key.'))),
+    model: z.string().nullable().optional().meta(about('As provider.model.')),
+    timeout_seconds: positiveInt.optional().meta(about('As provider.timeout_seconds.')),
+    pricing: z.record(z.string(), priceSchema).optional().meta(about('As provider.pricing.')),
+  })
+  .meta(about('Its model provider: each key absent here is taken from the top-level provider block.'));
+
+const agentEntrySchema = z.strictObject({
+  provider: agentProviderSchema.optional(),
+  system_prompt: z
+    .string()
+    .nullable()
+    .default(null)
+    .meta(about("Instructions added to this agent's system prompt; null: none.")),
+  tools: z
+    .strictObject({
+      allow: z.array(nonEmpty).default(['*']).meta(about('Tool names or globs it may call ("*": all).')),
+      deny: z.array(nonEmpty).default([]).meta(about('Tool names or globs it may not call (wins over allow).')),
+    })
+    .prefault({})
+    .meta(about('Which tools it gets: built-in and MCP tool names, globs allowed.')),
+  approval_required: z
+    .array(nonEmpty)
+    .default([])
+    .meta(about('Tool names that pause its turns (waiting_approval) until an admin approves the call.')),
+  memory_scope: z
+    .enum(['principal', 'agent'])
+    .default('principal')
+    .meta(
+      about(
+        "principal: each principal's memory is its own; agent: every principal using this agent shares one",
+        'memory.',
+      ),
+    ),
+  budget: dailyBudgetSchema.meta(about('Its own spend cap per UTC day, on top of the gateway budget.')),
+});
+
+const bindingSchema = z.strictObject({
+  agent: idSchema.meta(about('The agent a new session matching this binding gets.')),
+  match: z
+    .strictObject({
+      channel: nonEmpty.optional().meta(about('The entry point: api, websocket, webhook, telegram, slack, openai…')),
+      platform: nonEmpty.optional().meta(about('The sender platform.')),
+      chat_id: nonEmpty.optional().meta(about('The chat.')),
+      user_id: nonEmpty.optional().meta(about('The sender.')),
+      principal: nonEmpty.optional().meta(about('The principal whose token asked.')),
+    })
+    .prefault({})
+    .meta(about('Every key given must match; the binding with the most keys wins, a tie goes to the first.')),
+  owner: idSchema
+    .nullable()
+    .default(null)
+    .meta(about('The principal owning the sessions a platform channel creates through it; null: only admins see them.')),
+});
+
 const webhookSchema = z
   .strictObject({
     enabled: z.boolean().default(false).meta(about('Runs the webhook server.')),
@@ -515,6 +625,23 @@ export const configSchema = z.strictObject({
   embeddings: embeddingsSchema,
   budget: budgetSchema,
   agent: agentSchema,
+  agents: z
+    .record(idSchema, agentEntrySchema)
+    .default({})
+    .meta(
+      about(
+        'Several agents (DECISIONS §17), by id. Empty: one agent, "main", made of the provider, agent and',
+        'budget blocks.',
+      ),
+    ),
+  default_agent: idSchema
+    .nullable()
+    .default(null)
+    .meta(about('The agent a session gets when no binding matches; null: "main" if defined, else the first agent.')),
+  bindings: z
+    .array(bindingSchema)
+    .default([])
+    .meta(about('Which agent a new session gets, by where it came from; applied live to new sessions.')),
   channels: channelsSchema,
   tasks: tasksSchema,
   logs: logsSchema,
@@ -539,7 +666,10 @@ export interface ConfigIssue {
  */
 export function validateConfig(raw: unknown): { ok: true; config: Config } | { ok: false; errors: ConfigIssue[] } {
   const result = configSchema.safeParse(raw ?? {});
-  if (result.success) return { ok: true, config: result.data };
+  if (result.success) {
+    const issues = referenceIssues(result.data);
+    return issues.length === 0 ? { ok: true, config: result.data } : { ok: false, errors: issues };
+  }
   return { ok: false, errors: zodIssuesToConfigIssues(result.error.issues) };
 }
 

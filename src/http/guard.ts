@@ -70,7 +70,7 @@ export interface Guard {
   readonly originPolicy: OriginPolicy;
 }
 
-const ANONYMOUS: Principal = { role: 'anonymous', fingerprint: null, scope: 'anonymous' };
+const ANONYMOUS: Principal = { role: 'anonymous', id: 'anonymous', fingerprint: null, scope: 'anonymous' };
 const TOKEN_USED_INTERVAL_MS = 60_000;
 
 function header(request: GuardRequest, name: string): string | undefined {
@@ -143,7 +143,7 @@ export function createGuard(options: GuardOptions): Guard {
     if (profile === 'extended' || lastSuccess === undefined || nowMs - lastSuccess >= TOKEN_USED_INTERVAL_MS) {
       if (lastSuccessAudit.size > 10_000) lastSuccessAudit.clear();
       lastSuccessAudit.set(principal.fingerprint, nowMs);
-      auditEvent(request, { event: 'auth_success', user: principal.fingerprint });
+      auditEvent(request, { event: 'auth_success', user: principal.fingerprint, principal: principal.id });
     }
     if (principal.role === 'api' && profile !== 'extended') {
       const now = clock.now();
@@ -152,7 +152,7 @@ export function createGuard(options: GuardOptions): Guard {
       if (lastApiTokenAudit.size > 10_000) lastApiTokenAudit.clear();
       lastApiTokenAudit.set(principal.fingerprint, now);
     }
-    auditEvent(request, { event: 'token_used', user: principal.fingerprint });
+    auditEvent(request, { event: 'token_used', user: principal.fingerprint, principal: principal.id });
   };
 
   return {

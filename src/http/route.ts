@@ -12,6 +12,11 @@ export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 export interface Principal {
   /** `admin` ⊇ `api`. `anonymous`: no token (minimal profile, or a `none` route). */
   role: 'admin' | 'api' | 'anonymous';
+  /**
+   * Who owns what this request creates (DECISIONS §18): a configured principal's id, `default` (api_tokens,
+   * admin_tokens), `admin` (the generated token), `anonymous` (no token) or `channel:<name>` (a platform channel).
+   */
+  id: string;
   /** `tok_` + 8 hex of the token's SHA-256; null without a token. */
   fingerprint: string | null;
   /** `anonymous` or the token's full SHA-256 (idempotency scope, DECISIONS §6). */

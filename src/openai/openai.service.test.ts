@@ -7,8 +7,8 @@ import type { TurnRecord } from '../turns/index.js';
 import { completionBody } from './openai.schema.js';
 import { answerOf, chooseSession, inboundOf } from './openai.service.js';
 
-const principal: Principal = { role: 'api', fingerprint: 'tok_12345678', scope: 'a'.repeat(64) };
-const other: Principal = { role: 'api', fingerprint: 'tok_87654321', scope: 'b'.repeat(64) };
+const principal: Principal = { role: 'api', id: 'default', fingerprint: 'tok_12345678', scope: 'a'.repeat(64) };
+const other: Principal = { role: 'api', id: 'default', fingerprint: 'tok_87654321', scope: 'b'.repeat(64) };
 const ids = createIdGenerator(new ManualClock(Date.UTC(2026, 10, 23)));
 
 function body(value: Record<string, unknown>) {

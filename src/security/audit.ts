@@ -33,6 +33,8 @@ export interface AuditEntry {
   ip: string;
   /** Who: a `platform:user_id` identity or a token fingerprint (`tok_…`); never a raw token. */
   user: string;
+  /** The principal the token belongs to (DECISIONS §18); absent where no token was resolved. */
+  principal?: string;
   /** The auth mode in force (`open`, `allowlist`, `pairing`). */
   mode: string;
   reason?: string;

@@ -60,6 +60,7 @@ export function createSecurity(options: {
     apiTokens: auth.api_tokens,
     adminTokens: auth.admin_tokens,
     extraAdminTokens: options.adminToken ? [options.adminToken] : [],
+    principals: auth.principals.map((p) => ({ id: p.id, role: p.role, tokens: p.tokens, tokenSha256: p.token_sha256 })),
   });
   const rateLimits = { ...config.security.rate_limits };
   const rateLimiter = createRateLimiter({

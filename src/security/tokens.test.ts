@@ -35,16 +35,37 @@ describe('createTokenBook', () => {
     const book = createTokenBook({ apiTokens: ['api-1'], adminTokens: ['adm-1'] });
     expect(book.identify('api-1')).toEqual({
       role: 'api',
+      id: 'default',
       fingerprint: fingerprintToken('api-1'),
       scope: principalScope('api-1'),
     });
     expect(book.identify('adm-1')).toEqual({
       role: 'admin',
+      id: 'default',
       fingerprint: fingerprintToken('adm-1'),
       scope: principalScope('adm-1'),
     });
     expect(book.identify('nope')).toBeNull();
     expect(book.identify('')).toBeNull();
+  });
+
+  it("a configured principal's tokens (raw or as SHA-256) name it and share one idempotency scope", () => {
+    const hashed = createHash('sha256').update('alice-2').digest('hex');
+    const book = createTokenBook({
+      apiTokens: ['api-1'],
+      adminTokens: [],
+      extraAdminTokens: ['generated'],
+      principals: [
+        { id: 'alice', role: 'api', tokens: ['alice-1'], tokenSha256: [hashed] },
+        { id: 'ops', role: 'admin', tokens: ['ops-1'], tokenSha256: [] },
+      ],
+    });
+    expect(book.identify('alice-1')).toMatchObject({ role: 'api', id: 'alice', scope: 'principal:alice' });
+    expect(book.identify('alice-2')).toMatchObject({ role: 'api', id: 'alice', scope: 'principal:alice' });
+    expect(book.identify('ops-1')).toMatchObject({ role: 'admin', id: 'ops', scope: 'principal:ops' });
+    expect(book.identify('generated')).toMatchObject({ role: 'admin', id: 'admin', scope: principalScope('generated') });
+    expect(book.identify('api-1')).toMatchObject({ role: 'admin', id: 'default' });
+    expect(book.identify(hashed)).toBeNull(); // the digest itself is not a token
   });
 
   it('falls back to api_tokens for admin rights when admin_tokens is empty (spec)', () => {

@@ -38,37 +38,57 @@ export function principalScope(token: string | null): string {
 export interface TokenBook {
   /** The role of a presented token, or null when it matches no configured token. Constant-time. */
   resolve(token: string): TokenRole | null;
-  /** As `resolve`, with the token's fingerprint and idempotency scope, all from one hash of it. */
+  /** As `resolve`, with the token's principal, fingerprint and idempotency scope, all from one hash of it. */
   identify(token: string): TokenIdentity | null;
-  /** True when at least one token (api, admin or extra admin) is configured. */
+  /** True when at least one token (api, admin, extra admin or a principal's) is configured. */
   hasAnyToken(): boolean;
 }
 
-/** A presented token that matched: its role, `fingerprintToken` and `principalScope`. */
+/** A presented token that matched: its role, principal, `fingerprintToken` and idempotency scope. */
 export interface TokenIdentity {
   role: TokenRole;
+  /** The principal it belongs to (DECISIONS §18): `default`, `admin` (the generated token) or a configured id. */
+  id: string;
   fingerprint: string;
+  /**
+   * The idempotency scope (DECISIONS §6, §18): a configured principal's keys are its own across all its
+   * tokens (`principal:<id>`); a token of `default` or `admin` keeps the token's own hash, as before principals.
+   */
   scope: string;
+}
+
+/** A principal of `gateway.auth.principals`, as the book needs it. */
+export interface PrincipalTokens {
+  id: string;
+  role: TokenRole;
+  tokens: readonly string[];
+  /** SHA-256 hex digests of further tokens. */
+  tokenSha256: readonly string[];
 }
 
 /** Options of `createTokenBook`: the configured lists and any generated admin token. */
 export interface TokenBookOptions {
   apiTokens: readonly string[];
   adminTokens: readonly string[];
-  /** Always admin, e.g. the first-start token from `data_dir/gateway_auth/admin_token`. */
+  /** Always admin, e.g. the first-start token from `data_dir/gateway_auth/admin_token`; principal `admin`. */
   extraAdminTokens?: readonly string[];
+  /** The configured principals (their tokens are neither api_tokens nor admin_tokens: validation refuses a duplicate). */
+  principals?: readonly PrincipalTokens[];
 }
 
 interface BookEntry {
   digest: Buffer;
   admin: boolean;
   api: boolean;
+  /** Index into the book's principal list (0: `default`). */
+  principal: number;
 }
 
 /**
  * Builds the token book. Spec: "When admin_tokens is not configured, it falls
  * back to api_tokens" — so with `adminTokens` empty every api token is admin.
- * `extraAdminTokens` are always admin.
+ * `extraAdminTokens` are always admin. Tokens of `apiTokens`/`adminTokens`
+ * belong to the principal `default`, extra admin tokens to `admin`.
  *
  * Comparison is constant-time (DECISIONS §4): the presented token and every
  * configured token are hashed with SHA-256 and the digests compared with
@@ -80,36 +100,57 @@ export function createTokenBook(options: TokenBookOptions): TokenBook {
   const adminTokens = options.adminTokens.filter((t) => t !== '');
   const extra = (options.extraAdminTokens ?? []).filter((t) => t !== '');
   const adminSource = adminTokens.length > 0 ? adminTokens : apiTokens;
+  const principalIds = ['default', 'admin'];
+  const scoped: boolean[] = [false, false];
 
   const entries: BookEntry[] = [];
-  for (const token of apiTokens) entries.push({ digest: sha256(token), admin: false, api: true });
-  for (const token of adminSource) entries.push({ digest: sha256(token), admin: true, api: true });
-  for (const token of extra) entries.push({ digest: sha256(token), admin: true, api: true });
+  for (const token of apiTokens) entries.push({ digest: sha256(token), admin: false, api: true, principal: 0 });
+  for (const token of adminSource) entries.push({ digest: sha256(token), admin: true, api: true, principal: 0 });
+  for (const token of extra) entries.push({ digest: sha256(token), admin: true, api: true, principal: 1 });
+  for (const principal of options.principals ?? []) {
+    const index = principalIds.push(principal.id) - 1;
+    scoped.push(true);
+    const admin = principal.role === 'admin';
+    for (const token of principal.tokens.filter((t) => t !== '')) {
+      entries.push({ digest: sha256(token), admin, api: true, principal: index });
+    }
+    for (const hex of principal.tokenSha256) {
+      entries.push({ digest: Buffer.from(hex, 'hex'), admin, api: true, principal: index });
+    }
+  }
 
-  const roleOf = (presented: Buffer): TokenRole | null => {
+  const match = (presented: Buffer): { role: TokenRole; principal: number } | null => {
     let admin = 0;
     let api = 0;
+    let principal = 0;
     for (const entry of entries) {
       // Every entry is compared; bitwise accumulation keeps each iteration the same shape.
-      const match = Number(timingSafeEqual(presented, entry.digest));
-      admin |= match & Number(entry.admin);
-      api |= match & Number(entry.api);
+      const hit = Number(timingSafeEqual(presented, entry.digest));
+      admin |= hit & Number(entry.admin);
+      api |= hit & Number(entry.api);
+      principal ^= (principal ^ entry.principal) & -hit;
     }
-    if (admin === 1) return 'admin';
-    return api === 1 ? 'api' : null;
+    if (admin === 1) return { role: 'admin', principal };
+    return api === 1 ? { role: 'api', principal } : null;
   };
 
   return {
     resolve(token: string): TokenRole | null {
-      return token === '' ? null : roleOf(sha256(token));
+      return token === '' ? null : (match(sha256(token))?.role ?? null);
     },
     identify(token: string): TokenIdentity | null {
       if (token === '') return null;
       const digest = sha256(token);
-      const role = roleOf(digest);
-      if (!role) return null;
+      const found = match(digest);
+      if (!found) return null;
       const hex = digest.toString('hex');
-      return { role, fingerprint: fingerprintOfHex(hex), scope: hex };
+      const principal = principalIds[found.principal]!;
+      return {
+        role: found.role,
+        id: principal,
+        fingerprint: fingerprintOfHex(hex),
+        scope: scoped[found.principal] ? `principal:${principal}` : hex,
+      };
     },
     hasAnyToken(): boolean {
       return entries.length > 0;

@@ -11,7 +11,7 @@ import {
   type PlainObject,
   setConfigPath,
 } from '../config/config.merge.js';
-import { REDACTED, SECRET_PATHS } from '../config/config.redact.js';
+import { REDACTED, secretPathsIn } from '../config/config.redact.js';
 import { type Config, type ConfigIssue, validateConfig } from '../config/config.schema.js';
 import { applyFileEdits, fileData, fileText, type FileEdit, openConfigFile, writeFileAtomic } from './settings.file.js';
 
@@ -84,8 +84,6 @@ export const AUTH_LOCKED_MESSAGE =
 export const PATCH_RESTART_MESSAGE =
   'takes effect only after a restart, and PATCH is not persisted: use PUT to write it to the configuration file';
 
-const SECRET_PATH_KEYS = SECRET_PATHS.map((p) => p.split('.'));
-
 /** Freezes a value and everything under it (iterative: no depth can exhaust the stack). */
 function deepFreeze<T>(value: T): T {
   const pending: unknown[] = [value];
@@ -131,7 +129,7 @@ export function restoreRedactedSecrets(
 ): { patch: PlainObject; errors: ConfigIssue[] } {
   const patch = structuredClone(partial);
   const errors: ConfigIssue[] = [];
-  for (const path of SECRET_PATH_KEYS) {
+  for (const path of secretPathsIn(patch)) {
     const sent = getConfigPath(patch, path);
     const current = getConfigPath(base, path);
     if (sent === REDACTED) {

@@ -64,7 +64,7 @@ export interface PlatformChannel extends Channel {
 
 /** The token principal of a platform's messages: the idempotency scope is the platform plus the chat's session. */
 function platformPrincipal(platform: string): Inbound['principal'] {
-  return { role: 'anonymous', fingerprint: null, scope: `platform:${platform}` };
+  return { role: 'anonymous', id: `channel:${platform}`, fingerprint: null, scope: `platform:${platform}` };
 }
 
 /** A message without secrets for logs and `error` (transports already keep tokens out of theirs). */

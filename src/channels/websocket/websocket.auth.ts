@@ -26,6 +26,7 @@ export interface ChatIdentity {
 export interface WebSocketAuditEntry {
   event: 'auth_success' | 'auth_failure';
   user: string;
+  principal?: string;
   reason?: string;
 }
 
@@ -63,7 +64,7 @@ export interface AuthPort {
   established(session: Authenticated, first: boolean): void;
 }
 
-const ANONYMOUS: Principal = { role: 'anonymous', fingerprint: null, scope: 'anonymous' };
+const ANONYMOUS: Principal = { role: 'anonymous', id: 'anonymous', fingerprint: null, scope: 'anonymous' };
 
 /**
  * Authentication of one WebSocket connection (DECISIONS §8): the minimal
@@ -198,7 +199,12 @@ export class WebSocketAuth {
     const first = this.current === null;
     this.current = { principal, role, identity };
     if (first && via && principal.fingerprint) {
-      this.deps.audit({ event: 'auth_success', user: principal.fingerprint, reason: `websocket_${via}` });
+      this.deps.audit({
+        event: 'auth_success',
+        user: principal.fingerprint,
+        principal: principal.id,
+        reason: `websocket_${via}`,
+      });
     }
     this.port.send({ type: 'auth_ok', role });
     this.port.established(this.current, first);

@@ -106,8 +106,8 @@ class FakeHub {
   }
 }
 
-const API: Principal = { role: 'api', fingerprint: 'tok_aaaaaaaa', scope: 'scope-api' };
-const ADMIN: Principal = { role: 'admin', fingerprint: 'tok_bbbbbbbb', scope: 'scope-admin' };
+const API: Principal = { role: 'api', id: 'default', fingerprint: 'tok_aaaaaaaa', scope: 'scope-api' };
+const ADMIN: Principal = { role: 'admin', id: 'default', fingerprint: 'tok_bbbbbbbb', scope: 'scope-admin' };
 
 function turnRecord(partial: Partial<TurnRecord>): TurnRecord {
   return {
@@ -235,7 +235,9 @@ describe('WebSocketConnection: authentication', () => {
     expect(await h.socket.frameCount(1)).toEqual([{ type: 'auth_ok', role: 'admin' }]);
     expect(h.connection.authenticated).toBe(true);
     expect(onAuthenticated).toHaveBeenCalledOnce();
-    expect(h.audits).toEqual([{ event: 'auth_success', user: 'tok_bbbbbbbb', reason: 'websocket_header' }]);
+    expect(h.audits).toEqual([
+      { event: 'auth_success', user: 'tok_bbbbbbbb', principal: 'default', reason: 'websocket_header' },
+    ]);
   });
 
   it('?token= resolves with via "query" (api rights at most)', async () => {
