@@ -1,3 +1,4 @@
+import { openAgents } from './agents/index.js';
 import { analyticsModule } from './analytics/index.js';
 import { channelsModule, openChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './channels/index.js';
 import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
@@ -114,7 +115,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const skills = openSkills({ store, clock, ids, bus });
   const search = createSearchEngine({ store, embeddings: config.embeddings, logger });
 
-  // The message path: every entry point goes through its door.
+  // The agents (DECISIONS §17), then the message path: every entry point goes through its door.
+  const systemContext = [skillsSystemContext(skills)];
+  const tracked = providerHealth.track(provider);
+  const onChange = settings.onChange.bind(settings);
+  const agents = openAgents({ config, store, provider: tracked, tools, systemContext, onChange });
   store.writer.observe((seconds) => metrics.storeBatch.observe(seconds));
   const messages = createMessagePath({
     config,
@@ -122,11 +127,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     clock,
     ids,
     logger,
-    provider: providerHealth.track(provider),
+    provider: tracked,
     tools,
     checkIdentity: identity.check,
     idempotencyCacheSizes: { webhook: WEBHOOK_IDEMPOTENCY_CACHE },
-    systemContext: [skillsSystemContext(skills)],
+    systemContext,
+    agents: agents.path,
     commands: skillCommands(skills, { isAdminUser: identity.isAdminUser }),
     ...metrics.turnObserver(),
     ...pathHooks(cluster, bus),
@@ -161,8 +167,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     turnsModule({ messages, sessions, replyTimeoutMs, bus }), // starts first: recovers this instance's work
     { name: 'cluster-counts', start: () => clusterCounts?.start() }, // counts once the instance is registered
     healthModule({ ...health, websocket: channels.websocket, sessions }),
-    sessionsModule(sessions, bus),
-    openAiModule({ messages, ids, clock, replyTimeoutMs }),
+    sessionsModule(sessions, bus, agents.sessionOrigin),
+    agents.module,
+    openAiModule({ messages, ids, clock, replyTimeoutMs, agents: agents.roster }),
     pairingModule(pairing, config),
     cronModule({ store, clock, ids, bus, scheduler: cron }),
     channelsModule(channels),

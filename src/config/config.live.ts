@@ -22,6 +22,15 @@ export const LIVE_CONFIG_KEYS: readonly string[] = [
   'budget.daily_usd',
   'provider.pricing',
   'tasks.max_concurrent',
+  // Several agents (DECISIONS §17): new sessions and turns take these; an agent's provider needs a restart.
+  'default_agent',
+  'bindings',
+  'agents.*.system_prompt',
+  'agents.*.tools',
+  'agents.*.approval_required',
+  'agents.*.memory_scope',
+  'agents.*.budget',
+  'agents.*.provider.pricing',
 ];
 
 /** Keys that can never change at runtime: a change is refused (spec: "never live-reloaded"). */
@@ -31,7 +40,9 @@ const live = LIVE_CONFIG_KEYS.map((key) => key.split('.'));
 const locked = LOCKED_CONFIG_KEYS.map((key) => key.split('.'));
 
 function under(path: readonly string[], prefixes: readonly string[][]): boolean {
-  return prefixes.some((prefix) => prefix.length <= path.length && prefix.every((key, i) => path[i] === key));
+  return prefixes.some(
+    (prefix) => prefix.length <= path.length && prefix.every((key, i) => key === '*' || path[i] === key),
+  );
 }
 
 /** True when a change at `path` (array of keys) is applied without a restart. */

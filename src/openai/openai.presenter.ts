@@ -79,9 +79,10 @@ export function presentUsageChunk(eventId: string, created: number, usage: Compl
   };
 }
 
-/** GET /v1/models: OpenAI's list shape with the one model. */
-export function presentModelList(created: number): Record<string, unknown> {
-  return { object: 'list', data: [{ id: GATEHOUSE_MODEL, object: 'model', created, owned_by: 'gatehouse' }] };
+/** GET /v1/models: OpenAI's list shape: `gatehouse`, then `gatehouse/<agent>` for each agent given. */
+export function presentModelList(created: number, agents: readonly string[] = []): Record<string, unknown> {
+  const ids = [GATEHOUSE_MODEL, ...agents.map((agent) => `${GATEHOUSE_MODEL}/${agent}`)];
+  return { object: 'list', data: ids.map((id) => ({ id, object: 'model', created, owned_by: 'gatehouse' })) };
 }
 
 /** An error with OpenAI's own `type` and `code` where they differ from the Gatehouse code's (e.g. `model_not_found`). */
@@ -100,7 +101,7 @@ export class OpenAiError extends ApiError {
 export function modelNotFound(model: string): OpenAiError {
   return new OpenAiError(
     'NOT_FOUND',
-    `The model '${model}' does not exist; this gateway offers '${GATEHOUSE_MODEL}'.`,
+    `The model '${model}' does not exist; this gateway offers '${GATEHOUSE_MODEL}' and '${GATEHOUSE_MODEL}/<agent>' (GET /v1/models).`,
     {
       type: 'invalid_request_error',
       code: 'model_not_found',

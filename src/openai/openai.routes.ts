@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { defineRoute, HANDLED, type RouteDef } from '../http/route.js';
+import { defineRoute, type Principal, HANDLED, type RouteDef } from '../http/route.js';
 import type { Clock } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import { outcomeTimeout, type MessagePath } from '../turns/index.js';
@@ -18,6 +18,8 @@ export interface OpenAiRoutesDeps {
   clock: Clock;
   /** How long a call waits for its turn (as POST /sessions/{id}/messages); then 504, the turn goes on. */
   replyTimeoutMs: number;
+  /** The agents a principal may use: each is offered as the model `gatehouse/<agent>` (DECISIONS §17). */
+  agents?: { usableBy(principal: Principal): string[]; namedFor(principal: Principal): string[] };
 }
 
 const usageSchema = z.object({
@@ -56,6 +58,17 @@ const modelListSchema = z.object({
  * stream) and GET /v1/models. Guarded like every route; errors in OpenAI's
  * shape.
  */
+/**
+ * The agent a model name selects (DECISIONS §17): `gatehouse` none (bindings and the default decide),
+ * `gatehouse/<agent>` that agent when the principal may use it; anything else is OpenAI's 404 model_not_found.
+ */
+function agentOfModel(model: string, usable: readonly string[]): string | undefined {
+  if (model === GATEHOUSE_MODEL) return undefined;
+  const agent = model.startsWith(`${GATEHOUSE_MODEL}/`) ? model.slice(GATEHOUSE_MODEL.length + 1) : null;
+  if (agent === null || !usable.includes(agent)) throw modelNotFound(model);
+  return agent;
+}
+
 export function openAiRoutes(deps: OpenAiRoutesDeps): RouteDef[] {
   const { messages } = deps;
   const listed = Math.floor(deps.clock.now() / 1000);
@@ -65,12 +78,12 @@ export function openAiRoutes(deps: OpenAiRoutesDeps): RouteDef[] {
       path: '/v1/models',
       absolutePaths: ['/v1/models'],
       permission: 'api',
-      summary: 'OpenAI-compatible: the models offered (`gatehouse`)',
+      summary: 'OpenAI-compatible: the models offered (`gatehouse`, and `gatehouse/<agent>` per agent this token may use)',
       tags: ['openai'],
       errorBody: openAiErrorBody,
       errorSchema: openAiErrorSchema,
       responses: [{ status: 200, description: 'OpenAI model list', schema: modelListSchema }],
-      handler: () => presentModelList(listed),
+      handler: (ctx) => presentModelList(listed, deps.agents?.namedFor(ctx.principal) ?? []),
     }),
     defineRoute({
       method: 'POST',
@@ -98,10 +111,11 @@ export function openAiRoutes(deps: OpenAiRoutesDeps): RouteDef[] {
         },
       ],
       handler: async (ctx, { body }) => {
-        if (body.model !== GATEHOUSE_MODEL) throw modelNotFound(body.model);
+        const agent = agentOfModel(body.model, deps.agents?.usableBy(ctx.principal) ?? []);
         const headers = ctx.request.headers;
         const session = chooseSession(body, headers, ctx.principal, deps.ids);
-        const submitted = await messages.submit(inboundOf(body, session, { principal: ctx.principal, headers }));
+        const inbound = inboundOf(body, session, { principal: ctx.principal, headers });
+        const submitted = await messages.submit(agent === undefined ? inbound : { ...inbound, agent });
         const eventId = submitted.eventId;
         ctx.reply.header(EVENT_ID_HEADER, eventId);
         if (body.stream === true) {

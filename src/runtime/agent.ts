@@ -7,7 +7,7 @@ import {
   type ToolCall,
   type Usage,
 } from './providers/provider.js';
-import { ASK_USER_TOOL, type ToolRegistry } from './tools.js';
+import { ASK_USER_TOOL, type ToolSet } from './tools.js';
 
 /** A tool call as reported in the Message (`tool_calls`) and the ledger. */
 export interface ToolCallReport {
@@ -62,7 +62,7 @@ export interface AgentPorts {
 
 export interface AgentOptions {
   provider: ModelProvider;
-  tools: ToolRegistry;
+  tools: ToolSet;
   systemPrompt: string | null;
   /**
    * Extra system context computed per model call (e.g. the active skills'

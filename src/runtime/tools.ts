@@ -32,7 +32,13 @@ export const ASK_USER_TOOL: ToolSpec = {
 };
 
 /** The tools available to the agent, by name. */
-export class ToolRegistry {
+/** The tools one agent may call: looked up by name, and the specs sent to its model. */
+export interface ToolSet {
+  get(name: string): AgentTool | undefined;
+  specs(): ToolSpec[];
+}
+
+export class ToolRegistry implements ToolSet {
   private readonly tools = new Map<string, AgentTool>();
 
   /** Adds a tool; a duplicate name is a programming error. */
@@ -50,5 +56,22 @@ export class ToolRegistry {
   /** Specs sent to the model: every registered tool plus `ask_user`. */
   specs(): ToolSpec[] {
     return [...[...this.tools.values()].map((t) => t.spec), ASK_USER_TOOL];
+  }
+
+  /** Every tool name, `ask_user` included. */
+  names(): string[] {
+    return [...this.tools.keys(), ASK_USER_TOOL.name];
+  }
+
+  /**
+   * The tools `allowed` lets through, `ask_user` included, as one agent sees
+   * them (DECISIONS §17): a live view, so tools registered later show too.
+   * A call of a tool outside it is answered as an unknown tool.
+   */
+  view(allowed: (name: string) => boolean): ToolSet {
+    return {
+      get: (name) => (allowed(name) ? this.get(name) : undefined),
+      specs: () => this.specs().filter((spec) => allowed(spec.name)),
+    };
   }
 }

@@ -7,6 +7,7 @@ export {
   bumpEpoch,
   contextChat,
   contextMessages,
+  countSessionsByAgent,
   ensureSession,
   getSession,
   messageRow,
@@ -16,6 +17,8 @@ export {
   type ContextEntry,
   type ContextRow,
   type MessageRecord,
+  type SessionOrigin,
   type SessionRecord,
 } from './sessions.repo.js';
 export { sessionsModule } from './sessions.module.js';
+export type { SessionOriginPolicy } from './sessions.routes.js';

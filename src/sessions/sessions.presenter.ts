@@ -10,6 +10,7 @@ export function presentSession(session: SessionRecord): Record<string, unknown> 
     message_count: session.messageCount,
     status: session.status,
     metadata: session.metadata,
+    agent: session.agent,
   };
 }
 

@@ -20,6 +20,16 @@ export interface SessionRecord {
   metadata: Record<string, unknown>;
   /** Set while the session is deleted; repository reads of live sessions never return such a row. */
   deletedAt: string | null;
+  /** The agent that runs its turns (DECISIONS §17): decided at creation, never changed. */
+  agent: string;
+  /** The principal that owns it (DECISIONS §18). */
+  principal: string;
+}
+
+/** Who a new session belongs to and which agent runs it; absent: `main`, owned by `default`. */
+export interface SessionOrigin {
+  agent?: string;
+  principal?: string;
 }
 
 /** One message of a session's conversation. */
@@ -81,7 +91,7 @@ const MAX_RACE_RETRIES = 5;
  */
 export async function ensureSession(
   ex: Executor,
-  input: { key: string; channel: string; metadata?: Record<string, unknown>; now: string },
+  input: { key: string; channel: string; metadata?: Record<string, unknown>; now: string } & SessionOrigin,
 ): Promise<SessionRecord> {
   // The common case — a live session — costs one read.
   const existing = await getSession(ex, input.key);
@@ -90,7 +100,7 @@ export async function ensureSession(
   for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
     const inserted = await ex
       .insertInto('sessions')
-      .values(newSessionRow(input.key, input.channel, metadata, input.now))
+      .values(newSessionRow(input.key, input.channel, metadata, input.now, input))
       .onConflict((oc) => oc.column('key').doNothing())
       .returningAll()
       .executeTakeFirst();
@@ -107,6 +117,8 @@ export async function ensureSession(
         context_epoch: eb('context_epoch', '+', 1),
         metadata,
         deleted_at: null,
+        agent: input.agent ?? 'main',
+        principal: input.principal ?? 'default',
       }))
       .where('key', '=', input.key)
       .where('deleted_at', 'is not', null)
@@ -126,11 +138,11 @@ export async function ensureSession(
  */
 export async function createSession(
   ex: Executor,
-  input: { key: string; channel: string; metadata: Record<string, unknown>; now: string },
+  input: { key: string; channel: string; metadata: Record<string, unknown>; now: string } & SessionOrigin,
 ): Promise<SessionRecord> {
   const row = await ex
     .insertInto('sessions')
-    .values(newSessionRow(input.key, input.channel, JSON.stringify(input.metadata), input.now))
+    .values(newSessionRow(input.key, input.channel, JSON.stringify(input.metadata), input.now, input))
     .returningAll()
     .executeTakeFirstOrThrow();
   return toSession(row);
@@ -408,8 +420,28 @@ export async function countSessions(ex: Executor): Promise<{ total: number; acti
   return { total: Number(row.total), active: Number(row.active) };
 }
 
-function newSessionRow(key: string, channel: string, metadata: string, now: string): Selectable<SessionsTable> {
+/** Live sessions per agent; of one principal's only when `principal` is given. */
+export async function countSessionsByAgent(ex: Executor, principal?: string): Promise<Map<string, number>> {
+  let query = ex
+    .selectFrom('sessions')
+    .select((eb) => ['agent', eb.fn.countAll<number>().as('n')])
+    .where('deleted_at', 'is', null)
+    .groupBy('agent');
+  if (principal !== undefined) query = query.where('principal', '=', principal);
+  const rows = await query.execute();
+  return new Map(rows.map((row) => [row.agent, Number(row.n)]));
+}
+
+function newSessionRow(
+  key: string,
+  channel: string,
+  metadata: string,
+  now: string,
+  origin: SessionOrigin,
+): Selectable<SessionsTable> {
   return {
+    agent: origin.agent ?? 'main',
+    principal: origin.principal ?? 'default',
     key,
     channel,
     status: 'active',
@@ -433,6 +465,8 @@ function toSession(row: Selectable<SessionsTable>): SessionRecord {
     contextEpoch: row.context_epoch,
     metadata: parseObject(row.metadata),
     deletedAt: row.deleted_at,
+    agent: row.agent,
+    principal: row.principal,
   };
 }
 

@@ -1,5 +1,5 @@
 import { errors } from '../http/errors.js';
-import { created, defineRoute, type RouteDef } from '../http/route.js';
+import { created, defineRoute, type Principal, type RouteDef } from '../http/route.js';
 import { decodeCursor, encodeCursor, presentHistoryEntry, presentSession } from './sessions.presenter.js';
 import {
   createBody,
@@ -11,10 +11,16 @@ import {
   sessionParams,
   sessionSchema,
 } from './sessions.schema.js';
+import type { SessionOrigin } from './sessions.repo.js';
 import type { SessionService } from './sessions.service.js';
+
+/** Who a session created through the API belongs to and which agent runs it (agents/ decides; 403/404 thrown). */
+export type SessionOriginPolicy = (request: { principal: Principal; channel: string; agent?: string }) => SessionOrigin;
 
 export interface SessionRoutesDeps {
   service: SessionService;
+  /** Absent: `main`, owned by `default` (one agent, one owner). */
+  originOf?: SessionOriginPolicy;
 }
 
 /** Sessions API (spec: Sessions; DECISIONS §2, §5). */
@@ -56,9 +62,16 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       summary: 'Create a session',
       tags: ['sessions'],
       body: createBody,
-      responses: [{ status: 201, description: 'The created session', schema: sessionSchema }],
-      handler: async (_ctx, { body }) => {
-        const session = await service.create({ channel: body?.channel ?? 'api', metadata: body?.metadata ?? {} });
+      responses: [
+        { status: 201, description: 'The created session', schema: sessionSchema },
+        { status: 403, description: 'The token may not use the agent asked for' },
+        { status: 404, description: 'No such agent' },
+      ],
+      handler: async (ctx, { body }) => {
+        const channel = body?.channel ?? 'api';
+        const origin =
+          deps.originOf?.({ principal: ctx.principal, channel, ...(body?.agent ? { agent: body.agent } : {}) }) ?? {};
+        const session = await service.create({ channel, metadata: body?.metadata ?? {}, ...origin });
         return created(presentSession(session));
       },
     }),

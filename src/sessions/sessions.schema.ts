@@ -19,6 +19,7 @@ export const createBody = objectBody({
     .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, _ . - (1..64)')
     .optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
+  agent: z.string().min(1).max(64).optional().describe('The agent that runs it (DECISIONS §17); default: by bindings'),
 }).optional();
 
 /** GET /sessions/{id}/history. */
@@ -42,6 +43,7 @@ export const sessionSchema = z
     message_count: z.number().int().min(0),
     status: z.enum(['active', 'archived']),
     metadata: z.record(z.string(), z.unknown()),
+    agent: z.string().describe('The agent that runs its turns, decided at creation (DECISIONS §17)'),
   })
   .meta({ id: 'Session', description: 'A session, identified by its key (spec: Session)' });
 

@@ -12,6 +12,7 @@ import {
   listSessions,
   type ListSessionsOptions,
   type MessageRecord,
+  type SessionOrigin,
   type SessionPage,
   type SessionRecord,
 } from './sessions.repo.js';
@@ -28,13 +29,11 @@ export class SessionService {
     return listSessions(this.options.store.db, options);
   }
 
-  /** Creates `gateway:<channel>:<generated id>` (DECISIONS §5). */
-  create(input: { channel: string; metadata: Record<string, unknown> }): Promise<SessionRecord> {
+  /** Creates `gateway:<channel>:<generated id>` (DECISIONS §5), owned and run as `origin` says (§17-18). */
+  create(input: { channel: string; metadata: Record<string, unknown> } & SessionOrigin): Promise<SessionRecord> {
     const key = `gateway:${input.channel}:${this.options.ids.next('chat')}`;
     const now = isoTime(this.options.clock.now());
-    return this.options.store.writer.run((trx) =>
-      createSession(trx, { key, channel: input.channel, metadata: input.metadata, now }),
-    );
+    return this.options.store.writer.run((trx) => createSession(trx, { ...input, key, now }));
   }
 
   /** The session of `key`; 404 when there is none (or it was deleted). */

@@ -53,6 +53,10 @@ export interface SessionsTable {
   /** JSON object as text. */
   metadata: string;
   deleted_at: string | null;
+  /** The agent that runs it, decided at creation (migration 012). */
+  agent: string;
+  /** The principal that owns it (migration 012). */
+  principal: string;
 }
 
 /** `messages`: the conversation, per session and context epoch; `id` is time-sortable, so `order by id` is chronological. */

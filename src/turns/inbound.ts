@@ -34,6 +34,8 @@ export interface Inbound {
   source: InboundSource;
   /** The token's principal (the idempotency scope of `principal` keys); null for work the gateway creates. */
   principal: Principal | null;
+  /** The agent asked for (`agent` on the request, DECISIONS §17): decides a session this message creates. */
+  agent?: string;
   /**
    * The user identity check by auth mode (DECISIONS §4): the caller's socket
    * address and whether the loopback exemption applies. `skip` only where

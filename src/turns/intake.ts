@@ -12,7 +12,7 @@ import {
   type Original,
 } from '../idempotency/index.js';
 import type { IdentityCheck } from '../security/identity.js';
-import { ensureSession } from '../sessions/index.js';
+import { ensureSession, type SessionOrigin } from '../sessions/index.js';
 import type { Store } from '../store/index.js';
 import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
@@ -36,6 +36,13 @@ export interface IntakeOptions {
   onAccepted?: (sessionKey: string, eventId: string) => void;
   /** Where each turn's moments are marked (`Server-Timing`). */
   timings?: TurnTimings;
+  /**
+   * Who a session this message creates belongs to and which agent runs it
+   * (DECISIONS §17-18); throws the entry point's 4xx for a requested agent
+   * that is unknown (404) or not the principal's (403). Absent: `main`,
+   * owned by `default`.
+   */
+  originOf?: (inbound: Inbound) => SessionOrigin;
 }
 
 /**
@@ -95,6 +102,7 @@ export class Intake {
 
   private async accept(inbound: Inbound, keyed: KeyedRequest | null): Promise<Submitted> {
     const { store, clock, queue, idempotency } = this.options;
+    const origin = this.options.originOf?.(inbound) ?? {};
     if (keyed) {
       const original = idempotency.recall(keyed);
       if (original) return replayOf(inbound, original);
@@ -129,7 +137,7 @@ export class Intake {
           now,
         });
         if (accepted) return { created: true as const, inserted: true, eventId, seq: accepted.seq };
-        const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now });
+        const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now, ...origin });
         const insert = () =>
           insertTurn(trx, {
             eventId,

@@ -5,10 +5,11 @@ import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { emptyTotals } from '../runtime/index.js';
-import type { ModelProvider } from '../runtime/index.js';
+import type { AgentOptions, ModelProvider } from '../runtime/index.js';
 import type { ToolRegistry } from '../runtime/index.js';
 import type { IdentityCheck } from '../security/identity.js';
 import { heartbeat, liveOwners, registerInstance, removeInstance, type Store } from '../store/index.js';
+import type { SessionOrigin } from '../sessions/index.js';
 import type { Inbound, Submitted } from './inbound.js';
 import { Intake } from './intake.js';
 import { TurnEventHub, type TurnEvent, type TurnEventTap } from './turn-events.js';
@@ -142,6 +143,11 @@ export interface MessagePathOptions {
   systemContext?: ReadonlyArray<() => Promise<string | null>>;
   /** Extra chat commands (`/approve`, `/deny`…). */
   commands?: Record<string, ChatCommand>;
+  /** Several agents (DECISIONS §17): which one a new session gets, and which one runs a session's turns. */
+  agents?: {
+    originOf(inbound: Inbound): SessionOrigin;
+    forSession(sessionKey: string): Promise<AgentOptions>;
+  };
   /** Idempotency LRU entries per kind of scope (the webhook's own size comes from its channel). */
   idempotencyCacheSizes?: Partial<Record<ScopeKind, number>>;
   /** Told of every newly accepted message (live feed `sessions`). */
@@ -243,6 +249,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     owner,
     ...(options.onOutcome ? { onOutcome: options.onOutcome } : {}),
     ...(options.commands ? { commands: options.commands } : {}),
+    ...(options.agents ? { agents: options.agents } : {}),
     dailyBudgetUsd: config.budget.daily_usd,
     agent: {
       provider: options.provider,
@@ -281,6 +288,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     owner,
     timings,
     ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
+    ...(options.agents ? { originOf: (inbound: Inbound) => options.agents!.originOf(inbound) } : {}),
   });
   const followDeps = { hub, waiters, lastSeq: (eventId: string) => lastTurnEventSeq(store.db, eventId) };
   const follow = (eventId: string, followOptions: FollowOptions) =>

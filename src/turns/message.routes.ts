@@ -17,6 +17,7 @@ const messageBody = objectBody({
   wait: z.boolean().optional(),
   timeout_seconds: z.number().int().min(1).max(600).optional(),
   idempotency_key: z.string().optional(),
+  agent: z.string().min(1).max(64).optional().describe('The agent a session this creates gets (DECISIONS §17)'),
 });
 
 /**
@@ -48,8 +49,9 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'ti
           headers: ['Server-Timing'],
         },
       ],
-      // 409: the key was used with other content; 502/500: the turn failed; 504: the wait ran out.
-      errors: [409, 502, 504],
+      // 403/404: an agent the token may not use, or none such; 409: the key was used with other content;
+      // 502/500: the turn failed; 504: the wait ran out.
+      errors: [403, 404, 409, 502, 504],
       handler: async (ctx, { body, query }) => {
         const receivedAt = performance.now();
         const timeoutSeconds = body.timeout_seconds ?? query.timeout_seconds ?? 120;
@@ -63,6 +65,7 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'ti
           channel: body.platform,
           source: 'api',
           principal: ctx.principal,
+          ...(body.agent !== undefined ? { agent: body.agent } : {}),
           identity: { ip: ctx.ip, loopbackTrusted: ctx.loopbackTrusted },
           idempotency: { scope: 'principal', headers: ctx.request.headers, field: body.idempotency_key },
           wait,

@@ -28,7 +28,10 @@ export type { ChatCommand } from './turn-commands.js';
 /** What the runner uses: what ending a turn uses, and what running one adds. */
 export interface TurnRunnerOptions extends TurnFinishDeps {
   ids: IdGenerator;
+  /** The agent of sessions `agents` does not decide (every session, without it). */
   agent: AgentOptions;
+  /** Which agent runs a session's turns, and with what options (DECISIONS §17). */
+  agents?: { forSession(sessionKey: string): Promise<AgentOptions> };
   /** USD per UTC day, or null for no cap. */
   dailyBudgetUsd: number | null;
   /**
@@ -257,7 +260,8 @@ export class TurnRunner {
           hub.publish(id, 'status', runningStatus(), { stored: id === primary && options.statusStored === true });
         }
         const epoch = options.knownEpoch ?? (await getSession(store.db, sessionKey))?.contextEpoch ?? turn.contextEpoch;
-        const provider = this.options.agent.provider;
+        const agent = this.options.agents ? await this.options.agents.forSession(sessionKey) : this.options.agent;
+        const provider = agent.provider;
         // From the first model call on, the turn has had effects: a store failure then ends it (ADR 0014).
         const tracked: ModelProvider = {
           type: provider.type,
@@ -272,7 +276,7 @@ export class TurnRunner {
           },
         };
         const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window);
-        outcome = await runAgent({ ...this.options.agent, provider: tracked }, ports, controller.signal, resume);
+        outcome = await runAgent({ ...agent, provider: tracked }, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {
           if (options.retryBeforeEffects && !effects && !resume) {

@@ -10,6 +10,7 @@ import { migration008 } from './008_tasks.js';
 import { migration009 } from './009_cron.js';
 import { migration010 } from './010_cluster_counts.js';
 import { migration011 } from './011_platform_replies.js';
+import { migration012 } from './012_session_owners.js';
 
 export interface CapabilityMigration {
   name: string;
@@ -24,4 +25,5 @@ export const capabilityMigrations: readonly CapabilityMigration[] = [
   migration009,
   migration010,
   migration011,
+  migration012,
 ];
