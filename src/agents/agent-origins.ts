@@ -13,11 +13,11 @@ const DEFAULT_PRINCIPAL = 'default';
  * to the matching binding's `owner` when it names one.
  */
 export function agentOrigins(roster: AgentRoster): {
-  originOf(inbound: Inbound): SessionOrigin;
+  originOf: (inbound: Inbound) => SessionOrigin;
   sessionOrigin: SessionOriginPolicy;
 } {
   return {
-    originOf(inbound) {
+    originOf: (inbound) => {
       const principal = inbound.principal ?? { id: DEFAULT_PRINCIPAL, role: 'admin' as const };
       const source = {
         channel: inbound.channel,
@@ -30,8 +30,9 @@ export function agentOrigins(roster: AgentRoster): {
       const owner = principal.id.startsWith('channel:') ? roster.bound(source)?.owner : null;
       return { agent, principal: owner ?? principal.id };
     },
-    sessionOrigin({ principal, channel, agent }) {
-      return { agent: roster.choose({ channel, principal: principal.id }, principal, agent), principal: principal.id };
-    },
+    sessionOrigin: ({ principal, channel, agent }) => ({
+      agent: roster.choose({ channel, principal: principal.id }, principal, agent),
+      principal: principal.id,
+    }),
   };
 }

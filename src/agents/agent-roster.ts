@@ -44,7 +44,7 @@ export function agentProfiles(config: Config): AgentProfile[] {
   }
   return entries.map(([id, entry]) => {
     const own = Object.fromEntries(Object.entries(entry.provider ?? {}).filter(([, value]) => value !== undefined));
-    const provider = { ...config.provider, ...own } as Config['provider'];
+    const provider: Config['provider'] = { ...config.provider, ...own };
     provider.pricing = { ...config.provider.pricing, ...(entry.provider?.pricing ?? {}) };
     return {
       id,
