@@ -1,6 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { packageVersion } from '../lib/version.js';
 import { registerChat } from './chat/index.js';
+import { registerAgents } from './commands/agents.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerInit } from './commands/init.js';
 import { registerLogs } from './commands/logs.js';
@@ -8,6 +9,7 @@ import { registerPair } from './commands/pair.js';
 import { registerSecurity } from './commands/security.js';
 import { registerStatus } from './commands/status.js';
 import { registerToken } from './commands/token.js';
+import { registerWhoami } from './commands/whoami.js';
 import { CliError, EXIT, type CliIo } from './io.js';
 import { registerServe } from './serve.js';
 
@@ -43,6 +45,8 @@ export function buildProgram(io: CliIo, onServing: () => void = () => undefined)
   registerLogs(program, io);
   registerPair(program, io);
   registerToken(program, io);
+  registerWhoami(program, io);
+  registerAgents(program, io);
   registerDoctor(program, io);
   registerSecurity(program, io);
   return program;
