@@ -1,3 +1,4 @@
+import { DEFAULT_PRINCIPAL, globMatches } from '../config/config.references.js';
 import type { Config } from '../config/config.schema.js';
 import { isLoopbackHost, isWildcardHostEntry, normalizeHost } from '../security/host-origin.js';
 import { fingerprintToken } from '../security/tokens.js';
@@ -230,6 +231,34 @@ export function checkLoopbackTrust(config: Config): SecurityFinding[] {
   ];
 }
 
+/**
+ * `auth.admin_token_rotation` (info): a configured principal with role
+ * `admin` and tokens (raw or as digests) whose `tokens_rotated_at` is null, so
+ * nothing records when its tokens were last replaced. The audit has no clock,
+ * so only a missing date is reported, not an old one. The principal is named
+ * by its place and id, never by a token.
+ */
+export function checkAdminRotation(config: Config): SecurityFinding[] {
+  const labels: string[] = [];
+  config.gateway.auth.principals.forEach((principal, index) => {
+    if (principal.role !== 'admin' || principal.tokens_rotated_at !== null) return;
+    if (principal.tokens.length === 0 && principal.token_sha256.length === 0) return; // nothing to rotate
+    labels.push(`gateway.auth.principals[${index}].tokens_rotated_at (principal ${quoted(principal.id)})`);
+  });
+  if (labels.length === 0) return [];
+  return [
+    finding(
+      'auth.admin_token_rotation',
+      'info',
+      `${listing(labels)} ${labels.length === 1 ? 'is' : 'are'} not set: nothing records when ` +
+        `${labels.length === 1 ? "this admin's tokens were" : "these admins' tokens were"} last replaced, so a ` +
+        'leaked admin token can stay valid unnoticed.',
+      'Replace the admin tokens with new random ones (e.g. `openssl rand -base64 32`; token_sha256 keeps them out ' +
+        'of the file), set tokens_rotated_at to that date (YYYY-MM-DD), and rotate them again at least every 90 days.',
+    ),
+  ];
+}
+
 /** `security.profile_minimal`: critical off loopback (the gateway refuses to start so), warning on loopback. */
 export function checkProfile(config: Config): SecurityFinding[] {
   if (config.security.profile !== 'minimal') return [];
@@ -391,6 +420,81 @@ export function checkBudget(config: Config): SecurityFinding[] {
   ];
 }
 
+// ---------------------------------------------------------------------------------------------------------------
+// Agents (DECISIONS §17) and the principals that use them (§18)
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * `agents.tools_without_approval` (warning): an agent of the `agents` block
+ * whose `tools.allow` holds `*` while its `approval_required` is empty, so
+ * every tool runs without a person's approval. The implicit `main` of a
+ * configuration without an `agents` block is not reported: it is the
+ * single-owner default, and a fresh install gets no finding from it.
+ */
+export function checkAgentApprovals(config: Config): SecurityFinding[] {
+  const labels = Object.entries(config.agents)
+    .filter(([, agent]) => agent.tools.allow.includes('*') && agent.approval_required.length === 0)
+    .map(([id]) => `agents.${id}.tools.allow`);
+  if (labels.length === 0) return [];
+  const one = labels.length === 1;
+  return [
+    finding(
+      'agents.tools_without_approval',
+      'warning',
+      `${listing(labels)} ${one ? 'holds' : 'hold'} "*" while ${
+        one ? "the agent's approval_required is" : "each agent's approval_required is"
+      } empty: every tool, built-in or MCP, runs without a person's approval, so a prompt injection in a message, ` +
+        'a web page or a document can make the agent act on its own.',
+      'List the tools that change things or reach out (shell, file writes, HTTP, MCP tools with side effects) in ' +
+        'agents.<id>.approval_required, or narrow agents.<id>.tools.allow to the tools the agent needs.',
+    ),
+  ];
+}
+
+/**
+ * The principals that may use agent `id`: configured principals that are
+ * admins (they use every agent) or whose `agents` patterns match it, and the
+ * built-in `default` principal when `api_tokens` or `admin_tokens` hold a
+ * token (it may use every agent).
+ */
+function principalsUsing(config: Config, id: string): string[] {
+  const { auth } = config.gateway;
+  const users = auth.api_tokens.length > 0 || auth.admin_tokens.length > 0 ? [DEFAULT_PRINCIPAL] : [];
+  for (const principal of auth.principals) {
+    if (principal.role === 'admin' || principal.agents.some((pattern) => globMatches(pattern, id))) {
+      users.push(principal.id);
+    }
+  }
+  return [...new Set(users)];
+}
+
+/**
+ * `agents.memory_shared` (info): an agent with `memory_scope: agent` that
+ * more than one principal may use keeps one memory for all of them, so what
+ * one principal tells it another can recall. Only noted: sharing is what the
+ * setting asks for.
+ */
+export function checkSharedMemory(config: Config): SecurityFinding[] {
+  const clauses = Object.entries(config.agents).flatMap(([id, agent]) => {
+    if (agent.memory_scope !== 'agent') return [];
+    const users = principalsUsing(config, id);
+    if (users.length < 2) return [];
+    return [`agents.${id}.memory_scope is "agent" while principals ${listing(users.map(quoted))} may use it`];
+  });
+  if (clauses.length === 0) return [];
+  return [
+    finding(
+      'agents.memory_shared',
+      'info',
+      `${clauses.join('; ')}: ${clauses.length === 1 ? 'the agent keeps' : 'each such agent keeps'} one memory ` +
+        'for all of them, so what one principal tells it the others can recall.',
+      'Set agents.<id>.memory_scope: principal to give each principal its own memory, or narrow ' +
+        'gateway.auth.principals[].agents so only principals meant to share it may use the agent (admin principals ' +
+        'and the api_tokens/admin_tokens principal "default" use every agent).',
+    ),
+  ];
+}
+
 /** Every check of the configuration alone (no file system), in a stable order. */
 export function auditConfig(config: Config): SecurityFinding[] {
   return [
@@ -399,9 +503,12 @@ export function auditConfig(config: Config): SecurityFinding[] {
     ...checkAllowedHosts(config),
     ...checkTokens(config),
     ...checkTokenRoles(config),
+    ...checkAdminRotation(config),
     ...checkLoopbackTrust(config),
     ...checkWebhook(config),
     ...checkOutboundTransport(config),
     ...checkBudget(config),
+    ...checkAgentApprovals(config),
+    ...checkSharedMemory(config),
   ];
 }

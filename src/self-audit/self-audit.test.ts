@@ -6,12 +6,15 @@ import { validateConfig, type Config } from '../config/config.schema.js';
 import { fingerprintToken } from '../security/tokens.js';
 import {
   auditConfig,
+  checkAdminRotation,
+  checkAgentApprovals,
   checkAllowedHosts,
   checkBind,
   checkBudget,
   checkLoopbackTrust,
   checkOutboundTransport,
   checkProfile,
+  checkSharedMemory,
   checkTokenRoles,
   checkTokens,
   checkWebhook,
@@ -296,6 +299,175 @@ describe('the configuration checks', () => {
       expect(checkBudget(config())).toEqual([]);
       expect(checkBudget(config({ provider: { type: 'openai', base_url: 'http://localhost:11434/v1' } }))).toEqual([]);
     });
+  });
+});
+
+describe('the agent and principal checks', () => {
+  const PRINCIPAL_TOKEN = 'Pm4Xw8Ks2Qn6Vb0Lt3Hy7Rc1Jd5Gf9Ze';
+  const OTHER_TOKEN = 'Ua2Ek6Io0Yw4Tr8Mn3Bv7Cx1Zl5Sp9Dq';
+
+  describe('agents.tools_without_approval', () => {
+    it('warns for a configured agent allowing "*" with an empty approval list, naming its key', () => {
+      const f = only(
+        checkAgentApprovals(
+          config({
+            agents: {
+              support: { tools: { allow: ['search', '*'] } },
+              ops: { approval_required: ['shell'] },
+              reader: { tools: { allow: ['search', 'fetch_*'] } },
+            },
+          }),
+        ),
+      );
+      expect(f).toMatchObject({ id: 'agents.tools_without_approval', severity: 'warning' });
+      expect(f.found).toContain('agents.support.tools.allow holds "*"');
+      expect(f.found).not.toContain('agents.ops');
+      expect(f.found).not.toContain('agents.reader');
+    });
+    it('lists every such agent in one finding (the tools block defaults to allow "*")', () => {
+      const f = only(checkAgentApprovals(config({ agents: { a: {}, b: { tools: { deny: ['shell'] } } } })));
+      expect(f.found).toContain('agents.a.tools.allow and agents.b.tools.allow hold "*"');
+    });
+    it('is silent for the implicit main agent, even with no top-level approvals, and for a glob other than "*"', () => {
+      expect(checkAgentApprovals(config())).toEqual([]);
+      expect(checkAgentApprovals(config({ agent: { approval_required: [] } }))).toEqual([]);
+      expect(checkAgentApprovals(config({ agents: { a: { tools: { allow: ['mcp_*'] } } } }))).toEqual([]);
+    });
+  });
+
+  describe('agents.memory_shared', () => {
+    const principal = (id: string, extra: Record<string, unknown> = {}) => ({ id, token_sha256: [], ...extra });
+    it('notes an agent-scoped memory that configured principals and the default principal share', () => {
+      const f = only(
+        checkSharedMemory(
+          config({
+            gateway: {
+              auth: {
+                api_tokens: [STRONG],
+                principals: [
+                  principal('alice', { agents: ['sup*'], tokens: [PRINCIPAL_TOKEN] }),
+                  principal('bob', { agents: ['ops'] }),
+                ],
+              },
+            },
+            agents: { support: { memory_scope: 'agent' }, ops: { memory_scope: 'principal' } },
+          }),
+        ),
+      );
+      expect(f).toMatchObject({ id: 'agents.memory_shared', severity: 'info' });
+      expect(f.found).toContain('agents.support.memory_scope is "agent" while principals "default" and "alice"');
+      expect(f.found).not.toContain('"bob"');
+      expect(f.found).not.toContain('agents.ops');
+      expect(JSON.stringify(f)).not.toContain(PRINCIPAL_TOKEN);
+      expect(JSON.stringify(f)).not.toContain(STRONG);
+    });
+    it('counts admin principals as users of every agent', () => {
+      const f = only(
+        checkSharedMemory(
+          config({
+            gateway: {
+              auth: {
+                principals: [
+                  principal('alice', { agents: ['shared'] }),
+                  principal('root', { role: 'admin', agents: [] }),
+                ],
+              },
+            },
+            agents: { shared: { memory_scope: 'agent' } },
+          }),
+        ),
+      );
+      expect(f.found).toContain('principals "alice" and "root"');
+    });
+    it('is silent with one principal, without the default principal when no api or admin token is set, and for principal scope', () => {
+      const agents = { shared: { memory_scope: 'agent' } };
+      expect(checkSharedMemory(config({ agents }))).toEqual([]);
+      expect(checkSharedMemory(config({ agents, gateway: { auth: { admin_tokens: [STRONG_ADMIN] } } }))).toEqual([]);
+      expect(
+        checkSharedMemory(
+          config({
+            agents,
+            gateway: { auth: { principals: [principal('alice'), principal('bob', { agents: ['other-*'] })] } },
+          }),
+        ),
+      ).toEqual([]);
+      expect(
+        checkSharedMemory(
+          config({
+            agents: { shared: {} },
+            gateway: { auth: { api_tokens: [STRONG], principals: [principal('alice'), principal('bob')] } },
+          }),
+        ),
+      ).toEqual([]);
+    });
+  });
+
+  describe('auth.admin_token_rotation', () => {
+    it('notes admin principals with tokens and no rotation date, by place and id, never by token', () => {
+      const f = only(
+        checkAdminRotation(
+          config({
+            gateway: {
+              auth: {
+                principals: [
+                  { id: 'alice', tokens: [OTHER_TOKEN] },
+                  { id: 'root', role: 'admin', tokens: [PRINCIPAL_TOKEN] },
+                  { id: 'ops', role: 'admin', token_sha256: ['a'.repeat(64)], tokens_rotated_at: '2020-01-01' },
+                  { id: 'ci', role: 'admin', token_sha256: ['b'.repeat(64)] },
+                ],
+              },
+            },
+          }),
+        ),
+      );
+      expect(f).toMatchObject({ id: 'auth.admin_token_rotation', severity: 'info' });
+      expect(f.found).toContain(
+        'gateway.auth.principals[1].tokens_rotated_at (principal "root") and ' +
+          'gateway.auth.principals[3].tokens_rotated_at (principal "ci") are not set',
+      );
+      expect(f.found).not.toContain('alice');
+      expect(f.found).not.toContain('"ops"');
+      const text = JSON.stringify(f);
+      for (const secret of [PRINCIPAL_TOKEN, OTHER_TOKEN, 'b'.repeat(64)]) expect(text).not.toContain(secret);
+    });
+    it('is silent with a rotation date (the audit has no clock to judge its age), for api principals and without tokens', () => {
+      expect(checkAdminRotation(config())).toEqual([]);
+      expect(
+        checkAdminRotation(
+          config({
+            gateway: {
+              auth: {
+                principals: [
+                  { id: 'root', role: 'admin', tokens: [PRINCIPAL_TOKEN], tokens_rotated_at: '2024-02-29' },
+                  { id: 'alice', tokens: [OTHER_TOKEN] },
+                  { id: 'idle', role: 'admin' },
+                ],
+              },
+            },
+          }),
+        ),
+      ).toEqual([]);
+    });
+  });
+
+  it('auditConfig runs the three checks', () => {
+    const findings = auditConfig(
+      config({
+        gateway: {
+          auth: {
+            admin_tokens: [STRONG_ADMIN],
+            principals: [{ id: 'root', role: 'admin', tokens: [PRINCIPAL_TOKEN] }],
+          },
+        },
+        agents: { support: { memory_scope: 'agent' } },
+      }),
+    );
+    expect(ids(findings)).toEqual([
+      'auth.admin_token_rotation',
+      'agents.tools_without_approval',
+      'agents.memory_shared',
+    ]);
+    for (const f of findings) expect(FINDINGS[f.id]).toBe(f.title);
   });
 });
 

@@ -79,6 +79,33 @@ describe('GET /security/audit', () => {
     });
   });
 
+  describe('agents and principals', () => {
+    const ROOT_TOKEN = 'Pm4Xw8Ks2Qn6Vb0Lt3Hy7Rc1Jd5Gf9Ze';
+    const t = useHarness({
+      config: {
+        agents: { support: { memory_scope: 'agent' }, ops: { approval_required: ['shell'] } },
+        gateway: { auth: { principals: [{ id: 'root', role: 'admin', tokens: [ROOT_TOKEN] }] } },
+      },
+    });
+
+    it('reports an unapproved "*" agent, a shared agent memory and an admin without a rotation date', async () => {
+      const res = await t.adminGet(URL);
+      expect(res.statusCode, res.body).toBe(200);
+      const report = res.json<SelfAuditReport>();
+      const byId = new Map(report.findings.map((f) => [f.id, f]));
+      expect(byId.get('agents.tools_without_approval')).toMatchObject({ severity: 'warning' });
+      expect(byId.get('agents.tools_without_approval')!.found).toContain('agents.support.tools.allow');
+      expect(byId.get('agents.tools_without_approval')!.found).not.toContain('agents.ops');
+      expect(byId.get('agents.memory_shared')).toMatchObject({ severity: 'info' });
+      expect(byId.get('agents.memory_shared')!.found).toContain('principals "default" and "root"');
+      expect(byId.get('auth.admin_token_rotation')).toMatchObject({ severity: 'info' });
+      expect(byId.get('auth.admin_token_rotation')!.found).toContain(
+        'gateway.auth.principals[0].tokens_rotated_at (principal "root")',
+      );
+      for (const secret of [API_TOKEN, ADMIN_TOKEN, ROOT_TOKEN]) expect(res.body).not.toContain(secret);
+    });
+  });
+
   describe('security', () => {
     const t = useHarness({ scope: 'all' });
 
