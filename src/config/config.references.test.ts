@@ -31,7 +31,10 @@ describe('agents, bindings and principals: references', () => {
     const errors = invalid({
       agents: { main: {}, support: {} },
       default_agent: 'ghost',
-      bindings: [{ agent: 'support', match: { channel: 'slack' } }, { agent: 'sales', match: { channel: 'x' } }],
+      bindings: [
+        { agent: 'support', match: { channel: 'slack' } },
+        { agent: 'sales', match: { channel: 'x' } },
+      ],
       gateway: { auth: { principals: [{ id: 'alice', tokens: ['a-token-1'], agents: ['nobody', 'sup*'] }] } },
     });
     expect(errors.map((e) => e.path).sort()).toEqual([

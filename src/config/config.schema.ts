@@ -50,7 +50,10 @@ const rateLimitsSchema = z
 /** An id of an agent or a principal: lower-case letters, digits, `_` and `-`, starting with a letter or digit. */
 const idSchema = z
   .string()
-  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, 'must be 1-64 lower-case letters, digits, "_" or "-", starting with a letter or digit');
+  .regex(
+    /^[a-z0-9][a-z0-9_-]{0,63}$/,
+    'must be 1-64 lower-case letters, digits, "_" or "-", starting with a letter or digit',
+  );
 
 const dailyBudgetSchema = z
   .strictObject({
@@ -479,7 +482,9 @@ const bindingSchema = z.strictObject({
   owner: idSchema
     .nullable()
     .default(null)
-    .meta(about('The principal owning the sessions a platform channel creates through it; null: only admins see them.')),
+    .meta(
+      about('The principal owning the sessions a platform channel creates through it; null: only admins see them.'),
+    ),
 });
 
 const webhookSchema = z

@@ -28,7 +28,30 @@ describe('yamlNestingBound', () => {
   });
 
   it('never underestimates on arbitrary text, errors and all (the parser still nests what it recovers)', () => {
-    const char = fc.constantFrom('-', ' ', ' ', ':', '[', ']', '{', '}', ',', '"', "'", '#', '\n', '\n', 'a', '?', '&', '!', '|', '>', '\\', '\t');
+    const char = fc.constantFrom(
+      '-',
+      ' ',
+      ' ',
+      ':',
+      '[',
+      ']',
+      '{',
+      '}',
+      ',',
+      '"',
+      "'",
+      '#',
+      '\n',
+      '\n',
+      'a',
+      '?',
+      '&',
+      '!',
+      '|',
+      '>',
+      '\\',
+      '\t',
+    );
     fc.assert(
       fc.property(fc.array(char, { maxLength: 120 }), (chars) => {
         const text = chars.join('');
@@ -41,14 +64,20 @@ describe('yamlNestingBound', () => {
   it('a bracket or quote inside a plain scalar opens nothing that hides the levels after it', () => {
     const deepBlock = (lines: number) =>
       Array.from({ length: lines }, (_, i) => ' '.repeat(i + 1) + 'k:').join('\n') + ' 1';
-    for (const opener of ['-[:', 'a: x[', 'a: it\'s', 'a: x, "oops']) {
+    for (const opener of ['-[:', 'a: x[', "a: it's", 'a: x, "oops']) {
       const text = `${opener}\n${deepBlock(100)}`;
       expect(yamlNestingBound(text)).toBeGreaterThanOrEqual(depthOf(parseDocument(text).toJS()));
       expect(yamlNestingBound(text)).toBeGreaterThanOrEqual(100);
     }
     const quotedAcrossLines = '[ "x\n ", ' + '['.repeat(200) + ']'.repeat(200) + ' ]';
     expect(yamlNestingBound(quotedAcrossLines)).toBeGreaterThanOrEqual(200);
-    for (const text of ['[-[:\n-', ': [-[-', '[a[>[>{', '{"-[":{"":{"":{"":""}}}}', '-[:\n  "":\n    "":\n      "": ""']) {
+    for (const text of [
+      '[-[:\n-',
+      ': [-[-',
+      '[a[>[>{',
+      '{"-[":{"":{"":{"":""}}}}',
+      '-[:\n  "":\n    "":\n      "": ""',
+    ]) {
       expect(yamlNestingBound(text)).toBeGreaterThanOrEqual(depthOf(parseDocument(text).toJS()));
     }
   });

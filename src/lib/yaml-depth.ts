@@ -64,8 +64,7 @@ export function yamlNestingBound(text: string): number {
       const extra = token === '[' ? 1 : 0;
       flows.push({ extra });
       flowExtra += extra;
-    }
-    else if (token === ']' || token === '}') flowExtra -= flows.pop()?.extra ?? 0;
+    } else if (token === ']' || token === '}') flowExtra -= flows.pop()?.extra ?? 0;
     else if (token === '-' || token === '?') {
       if (top) {
         top.extra++;

@@ -78,7 +78,8 @@ export function openAiRoutes(deps: OpenAiRoutesDeps): RouteDef[] {
       path: '/v1/models',
       absolutePaths: ['/v1/models'],
       permission: 'api',
-      summary: 'OpenAI-compatible: the models offered (`gatehouse`, and `gatehouse/<agent>` per agent this token may use)',
+      summary:
+        'OpenAI-compatible: the models offered (`gatehouse`, and `gatehouse/<agent>` per agent this token may use)',
       tags: ['openai'],
       errorBody: openAiErrorBody,
       errorSchema: openAiErrorSchema,

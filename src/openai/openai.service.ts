@@ -98,7 +98,7 @@ export function inboundOf(
       .slice(-MAX_CONTEXT_MESSAGES);
   }
   return {
-    sessionKey: sessionKeyFor(OPENAI_PLATFORM, session.chatId),
+    sessionKey: sessionKeyFor(OPENAI_PLATFORM, session.chatId, caller.principal),
     text,
     platform: OPENAI_PLATFORM,
     userId: body.user ?? session.chatId,

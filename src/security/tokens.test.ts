@@ -63,7 +63,11 @@ describe('createTokenBook', () => {
     expect(book.identify('alice-1')).toMatchObject({ role: 'api', id: 'alice', scope: 'principal:alice' });
     expect(book.identify('alice-2')).toMatchObject({ role: 'api', id: 'alice', scope: 'principal:alice' });
     expect(book.identify('ops-1')).toMatchObject({ role: 'admin', id: 'ops', scope: 'principal:ops' });
-    expect(book.identify('generated')).toMatchObject({ role: 'admin', id: 'admin', scope: principalScope('generated') });
+    expect(book.identify('generated')).toMatchObject({
+      role: 'admin',
+      id: 'admin',
+      scope: principalScope('generated'),
+    });
     expect(book.identify('api-1')).toMatchObject({ role: 'admin', id: 'default' });
     expect(book.identify(hashed)).toBeNull(); // the digest itself is not a token
   });

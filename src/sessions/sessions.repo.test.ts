@@ -76,6 +76,8 @@ describeBackends('sessions repository', (backend) => {
         contextEpoch: 0,
         metadata: { a: 1 },
         deletedAt: null,
+        agent: 'main',
+        principal: 'default',
       });
       const again = await ensureSession(db, { key: 'gateway:api:1', channel: 'other', metadata: { b: 2 }, now: at(5) });
       expect(again).toEqual(created);
@@ -137,6 +139,8 @@ describeBackends('sessions repository', (backend) => {
         contextEpoch: 2, // +1 at deletion, +1 at revival
         metadata: { v: 2 },
         deletedAt: null,
+        agent: 'main',
+        principal: 'default',
       });
       expect(await getSession(db, 'k')).toEqual(revived);
       expect(await history(db, 'k', revived.contextEpoch, 100)).toEqual({ items: [], total: 0 });

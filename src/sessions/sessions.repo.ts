@@ -58,6 +58,8 @@ export interface SessionCursor {
 /** What `listSessions` filters and how much it returns. */
 export interface ListSessionsOptions {
   channel?: string | null;
+  /** Only the sessions of this principal (DECISIONS §18); absent: every principal's. */
+  principal?: string;
   /** Default `all`. */
   status?: SessionStatus | 'all';
   /** Page size, at least 1 (the HTTP layer validates the range). */
@@ -169,6 +171,7 @@ export async function listSessions(ex: Executor, options: ListSessionsOptions): 
   const status = options.status ?? 'all';
   let filtered = ex.selectFrom('sessions').where('deleted_at', 'is', null);
   if (options.channel != null) filtered = filtered.where('channel', '=', options.channel);
+  if (options.principal !== undefined) filtered = filtered.where('principal', '=', options.principal);
   if (status !== 'all') filtered = filtered.where('status', '=', status);
 
   let page = filtered.selectAll();

@@ -11,6 +11,7 @@ import {
   sessionParams,
   sessionSchema,
 } from './sessions.schema.js';
+import { ownerScope } from './session-owner.js';
 import type { SessionOrigin } from './sessions.repo.js';
 import type { SessionService } from './sessions.service.js';
 
@@ -35,12 +36,15 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       tags: ['sessions'],
       query: listQuery,
       responses: [{ status: 200, description: 'One page of sessions', schema: sessionListSchema }],
-      handler: async (_ctx, { query }) => {
+      handler: async (ctx, { query }) => {
         const cursor = query.cursor === undefined ? null : decodeCursor(query.cursor);
+        // An api principal lists its own sessions; an admin every one, or one principal's with ?principal=.
+        const principal = ownerScope(ctx.principal) ?? query.principal;
         if (query.cursor !== undefined && !cursor)
           throw errors.validation([{ path: 'query.cursor', message: 'invalid cursor' }]);
         const page = await service.list({
           channel: query.channel ?? null,
+          ...(principal !== undefined ? { principal } : {}),
           status: query.status ?? 'all',
           limit: query.limit,
           cursor,
@@ -83,7 +87,8 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       tags: ['sessions'],
       params: sessionParams,
       responses: [{ status: 200, description: 'The session', schema: sessionSchema }],
-      handler: async (_ctx, { params }) => presentSession(await service.require(params.session_id)),
+      handler: async (ctx, { params }) =>
+        presentSession(await service.require(params.session_id, ownerScope(ctx.principal))),
     }),
     defineRoute({
       method: 'DELETE',
@@ -93,7 +98,8 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       tags: ['sessions'],
       params: sessionParams,
       responses: [{ status: 200, description: 'Deleted', schema: sessionDeletedSchema }],
-      handler: async (_ctx, { params }) => {
+      handler: async (ctx, { params }) => {
+        await service.require(params.session_id, ownerScope(ctx.principal));
         await service.delete(params.session_id);
         return { id: params.session_id, deleted: true };
       },
@@ -107,8 +113,8 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       params: sessionParams,
       query: historyQuery,
       responses: [{ status: 200, description: 'The newest entries, oldest first', schema: historySchema }],
-      handler: async (_ctx, { params, query }) => {
-        const session = await service.require(params.session_id);
+      handler: async (ctx, { params, query }) => {
+        const session = await service.require(params.session_id, ownerScope(ctx.principal));
         const page = await service.history(session, query.limit);
         return { items: page.items.map(presentHistoryEntry), total: page.total, returned: page.items.length };
       },

@@ -7,6 +7,7 @@ export const sessionParams = z.object({ session_id: z.string().min(1) });
 /** GET /sessions (cursor pagination, DECISIONS §2). */
 export const listQuery = z.object({
   channel: z.string().min(1).optional(),
+  principal: z.string().min(1).optional().describe("Admins: only this principal's sessions (DECISIONS §18)"),
   status: z.enum(['active', 'archived', 'all']).optional(),
   limit: q.int(1, 100, 20),
   cursor: z.string().min(1).optional(),

@@ -3,6 +3,7 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { Store } from '../store/index.js';
+import { ownsSession } from './session-owner.js';
 import {
   countSessions,
   createSession,
@@ -36,10 +37,14 @@ export class SessionService {
     return this.options.store.writer.run((trx) => createSession(trx, { ...input, key, now }));
   }
 
-  /** The session of `key`; 404 when there is none (or it was deleted). */
-  async require(key: string): Promise<SessionRecord> {
+  /**
+   * The session of `key`; 404 when there is none (or it was deleted), and
+   * when it is not the caller's (`scope`, see `ownerScope`): existence must
+   * not leak (DECISIONS §18).
+   */
+  async require(key: string, scope: string | null = null): Promise<SessionRecord> {
     const session = await getSession(this.options.store.db, key);
-    if (!session) throw errors.notFound('session');
+    if (!session || !ownsSession(scope, session.principal)) throw errors.notFound('session');
     return session;
   }
 

@@ -1,3 +1,4 @@
+import { principalKeyPart } from '../sessions/index.js';
 import type { Principal } from '../http/route.js';
 import type { KeySources, ScopeKind } from '../idempotency/index.js';
 
@@ -124,7 +125,15 @@ export function payloadOf(inbound: Inbound): InboundPayload {
   };
 }
 
-/** The session key of a platform conversation (DECISIONS §5). */
-export function sessionKeyFor(platform: string, chatId: string): string {
-  return `gateway:${platform}:${chatId}`;
+/**
+ * The session key of a platform conversation (DECISIONS §5); a configured
+ * principal's (`principal`) carries its id after the platform, so principals
+ * never share a session by chat id (`principalKeyPart`, DECISIONS §18).
+ */
+export function sessionKeyFor(
+  platform: string,
+  chatId: string,
+  principal: Pick<Principal, 'id'> | null = null,
+): string {
+  return `gateway:${platform}${principalKeyPart(principal)}:${chatId}`;
 }

@@ -12,7 +12,7 @@ import {
   type Original,
 } from '../idempotency/index.js';
 import type { IdentityCheck } from '../security/identity.js';
-import { ensureSession, type SessionOrigin } from '../sessions/index.js';
+import { ensureSession, ownerScope, ownsSession, type SessionOrigin } from '../sessions/index.js';
 import type { Store } from '../store/index.js';
 import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type Submitted } from './inbound.js';
 import type { TurnQueue } from './turn-queue.js';
@@ -103,6 +103,7 @@ export class Intake {
   private async accept(inbound: Inbound, keyed: KeyedRequest | null): Promise<Submitted> {
     const { store, clock, queue, idempotency } = this.options;
     const origin = this.options.originOf?.(inbound) ?? {};
+    const scope = ownerScope(inbound.principal);
     if (keyed) {
       const original = idempotency.recall(keyed);
       if (original) return replayOf(inbound, original);
@@ -132,12 +133,15 @@ export class Intake {
         const accepted = await this.options.path.acceptIntoLiveSession(trx, {
           eventId,
           sessionKey: inbound.sessionKey,
+          ownerScope: scope,
           payload,
           owner: this.options.owner,
           now,
         });
         if (accepted) return { created: true as const, inserted: true, eventId, seq: accepted.seq };
         const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now, ...origin });
+        // Another principal's session is as absent as none (DECISIONS §18); the transaction writes nothing.
+        if (!ownsSession(scope, session.principal)) throw errors.notFound('session');
         const insert = () =>
           insertTurn(trx, {
             eventId,

@@ -57,7 +57,7 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'ti
         const timeoutSeconds = body.timeout_seconds ?? query.timeout_seconds ?? 120;
         const wait = body.wait ?? query.wait;
         const submitted = await path.submit({
-          sessionKey: sessionKeyFor(body.platform, body.chat_id),
+          sessionKey: sessionKeyFor(body.platform, body.chat_id, ctx.principal),
           text: body.text,
           platform: body.platform,
           userId: body.user_id,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { defineRoute, HANDLED, type RouteDef } from '../http/route.js';
 import { objectBody, q } from '../http/validation.js';
-import type { SessionService } from '../sessions/index.js';
+import { ownerScope, type SessionService } from '../sessions/index.js';
 import type { MessagePath } from './message-path.js';
 import { envelopeMessage, outcomeTimeout } from './outcome.js';
 import { streamTurnEvents } from './turn-stream.js';
@@ -76,7 +76,7 @@ export function sessionMessageRoutes(deps: SessionMessageRoutesDeps): RouteDef[]
       // 409: the key was used with other content; 502/500: the turn failed; 504: the wait ran out.
       errors: [409, 502, 504],
       handler: async (ctx, { params, body, query }) => {
-        const session = await service.require(params.session_id);
+        const session = await service.require(params.session_id, ownerScope(ctx.principal));
         const chatId = session.key.split(':').slice(2).join(':') || session.key;
         const submitted = await deps.messages.submit({
           sessionKey: session.key,

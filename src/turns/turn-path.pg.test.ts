@@ -50,7 +50,14 @@ describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', 
   });
 
   it('accepts into a live session with its epoch; not into a missing or deleted one, nor an event twice', async () => {
-    const input = { eventId: 'evt_a', sessionKey: 's1', payload: { text: 'a' }, owner: 'gw1', now: NOW };
+    const input = {
+      eventId: 'evt_a',
+      sessionKey: 's1',
+      ownerScope: null,
+      payload: { text: 'a' },
+      owner: 'gw1',
+      now: NOW,
+    };
     expect(await acceptIntoLiveSession(db, input)).toBeNull();
     await ensureSession(db, { key: 's1', channel: 'api', now: NOW });
     await sql`update sessions set context_epoch = 3 where key = 's1'`.execute(db);
@@ -63,6 +70,9 @@ describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', 
       payload: { text: 'a' },
     });
     expect(await acceptIntoLiveSession(db, input)).toBeNull();
+    // Not into another principal's session (DECISIONS §18); into its owner's, yes.
+    expect(await acceptIntoLiveSession(db, { ...input, eventId: 'evt_x', ownerScope: 'bob' })).toBeNull();
+    expect(await acceptIntoLiveSession(db, { ...input, eventId: 'evt_y', ownerScope: 'default' })).not.toBeNull();
     expect(await deleteSession(db, 's1', NOW)).toBe(true);
     expect(await acceptIntoLiveSession(db, { ...input, eventId: 'evt_b' })).toBeNull();
     expect(await getTurn(db, 'evt_b')).toBeNull();

@@ -32,11 +32,19 @@ const TERMINAL = sql.join(TERMINAL_STATUSES.map((status) => sql.lit(status)));
  */
 export async function acceptIntoLiveSession(
   ex: Executor,
-  input: { eventId: string; sessionKey: string; payload: unknown; owner: string | null; now: string },
+  input: {
+    eventId: string;
+    sessionKey: string;
+    ownerScope: string | null;
+    payload: unknown;
+    owner: string | null;
+    now: string;
+  },
 ): Promise<TurnRecord | null> {
   const row = await accept.first(ex, {
     eventId: input.eventId,
     sessionKey: input.sessionKey,
+    ownerScope: input.ownerScope,
     payload: JSON.stringify(input.payload ?? null),
     owner: input.owner,
     now: input.now,
@@ -45,12 +53,20 @@ export async function acceptIntoLiveSession(
 }
 
 const accept = preparedSql(
-  (input: { eventId: string; sessionKey: string; payload: string; owner: string | null; now: string }) => sql<
+  (input: {
+    eventId: string;
+    sessionKey: string;
+    ownerScope: string | null;
+    payload: string;
+    owner: string | null;
+    now: string;
+  }) => sql<
     Selectable<TurnsTable>
   >`insert into turns (event_id, session_key, status, context_epoch, accepted_at, updated_at, payload, owner)
     select ${input.eventId}::text, s.key, 'accepted', s.context_epoch, ${input.now}::text, ${input.now}::text,
       ${input.payload}::text, ${input.owner}::text
     from sessions s where s.key = ${input.sessionKey}::text and s.deleted_at is null
+      and (${input.ownerScope}::text is null or s.principal = ${input.ownerScope}::text)
     on conflict (event_id) do nothing
     returning *`,
 );

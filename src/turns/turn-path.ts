@@ -55,6 +55,8 @@ export function turnPathFor(store: Store): TurnPath {
 export interface AcceptInput {
   eventId: string;
   sessionKey: string;
+  /** Accept only into a session of this principal (`ownerScope`); null: any session (DECISIONS §18). */
+  ownerScope: string | null;
   payload: unknown;
   owner: string;
   now: string;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { getSession, ownerScope } from '../sessions/index.js';
 import { errors } from '../http/errors.js';
 import { defineRoute, HANDLED, HttpResult, type RouteDef } from '../http/route.js';
 import { lastEventIdOf, SSE_NOTHING_LEFT } from '../http/sse.js';
@@ -29,9 +30,13 @@ export function turnRoutes(deps: {
   owner: string;
 }): RouteDef[] {
   const { store } = deps;
-  const requireTurn = async (eventId: string) => {
+  /** The turn; 404 when there is none, or when its session is not the caller's (`scope`, DECISIONS §18). */
+  const requireTurn = async (eventId: string, scope: string | null = null) => {
     const turn = await getTurn(store.db, eventId);
     if (!turn) throw errors.notFound('turn');
+    if (scope !== null && (await getSession(store.db, turn.sessionKey))?.principal !== scope) {
+      throw errors.notFound('turn');
+    }
     return turn;
   };
   const resolve = (resolution: 'approve' | 'deny') =>
@@ -135,7 +140,7 @@ export function turnRoutes(deps: {
         { status: 204, description: 'Resumed (Last-Event-ID) after the end: nothing left to send' },
       ],
       handler: async (ctx, { params }) => {
-        const turn = await requireTurn(params.event_id);
+        const turn = await requireTurn(params.event_id, ownerScope(ctx.principal));
         const lastId = lastEventIdOf(ctx);
         let afterSeq = 0;
         if (lastId !== null) {

@@ -82,7 +82,12 @@ describe('agents and bindings', () => {
     });
     expect(created.statusCode).toBe(201);
     expect(created.json()).toMatchObject({ agent: 'support' });
-    const refused = await h.inject({ method: 'POST', url: '/api/v1/sessions', headers: alice, payload: { agent: 'support' } });
+    const refused = await h.inject({
+      method: 'POST',
+      url: '/api/v1/sessions',
+      headers: alice,
+      payload: { agent: 'support' },
+    });
     expect(refused.statusCode).toBe(403);
   });
 
@@ -98,13 +103,16 @@ describe('agents and bindings', () => {
     const list = await h.inject({ method: 'GET', url: '/api/v1/agents', headers: alice });
     expect(list.json<{ items: Array<{ id: string }> }>().items.map((a) => a.id)).toEqual(['main']);
     const all = await h.inject({ method: 'GET', url: '/api/v1/agents', headers: adminHeaders });
-    const items = all.json<{ items: Array<{ id: string; tools: string[]; default: boolean; provider: string }> }>().items;
+    const items = all.json<{ items: Array<{ id: string; tools: string[]; default: boolean; provider: string }> }>()
+      .items;
     expect(items.map((a) => a.id)).toEqual(['main', 'support']);
     expect(items[0]).toMatchObject({ default: true, provider: 'openai' });
     expect(items[1]!.tools.every((name) => name.startsWith('knowledge_'))).toBe(true);
 
     expect((await h.inject({ method: 'GET', url: '/api/v1/agents/support', headers: alice })).statusCode).toBe(404);
-    expect((await h.inject({ method: 'GET', url: '/api/v1/agents/ghost', headers: adminHeaders })).statusCode).toBe(404);
+    expect((await h.inject({ method: 'GET', url: '/api/v1/agents/ghost', headers: adminHeaders })).statusCode).toBe(
+      404,
+    );
     const one = await h.inject({ method: 'GET', url: '/api/v1/agents/support', headers: apiHeaders });
     expect(one.json()).toMatchObject({ id: 'support', default: false });
   });
@@ -138,9 +146,9 @@ describe('agents as OpenAI model names', () => {
   it('/v1/models lists gatehouse and gatehouse/<agent> per agent the token may use; the model selects the agent', async () => {
     const h = rig;
     const models = async (headers: Record<string, string>) =>
-      (await h.inject({ method: 'GET', url: '/v1/models', headers })).json<{ data: Array<{ id: string }> }>().data.map(
-        (m) => m.id,
-      );
+      (await h.inject({ method: 'GET', url: '/v1/models', headers }))
+        .json<{ data: Array<{ id: string }> }>()
+        .data.map((m) => m.id);
     expect(await models(apiHeaders)).toEqual(['gatehouse', 'gatehouse/main', 'gatehouse/support']);
     expect(await models(alice)).toEqual(['gatehouse', 'gatehouse/main']);
 

@@ -273,7 +273,8 @@ export class PlatformReplies {
       case 'paused':
         return { text: endText(step.status, contentOf(step.message), null), paused: true, status: step.status };
       case 'ended':
-        if (step.error) return { text: `[the reply failed: ${step.error.message}]`, paused: false, status: step.status };
+        if (step.error)
+          return { text: `[the reply failed: ${step.error.message}]`, paused: false, status: step.status };
         return {
           text: endText(step.status, contentOf(step.message), step.terminationReason),
           paused: false,

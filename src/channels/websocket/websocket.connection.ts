@@ -328,7 +328,7 @@ export class WebSocketConnection {
         });
       }
     }
-    const sessionKey = frame.session_key ?? sessionKeyFor(identity.platform, identity.chat_id);
+    const sessionKey = frame.session_key ?? sessionKeyFor(identity.platform, identity.chat_id, principal);
     if (!sessionKey.startsWith('gateway:') || sessionKey.length <= 'gateway:'.length) {
       throw errors.badRequest('session_key must start with "gateway:"');
     }

@@ -1,0 +1,113 @@
+/**
+ * Principals and isolation (DECISIONS §18) over app.inject: an api principal
+ * sees and changes only the sessions, messages and turns it owns; anything
+ * else answers 404 and lists leave it out. Admins see everything and filter
+ * with ?principal=. The same chat id or idempotency key used by two
+ * principals makes two sessions and two turns, never a 409.
+ */
+import { describe, expect, it } from 'vitest';
+import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+
+const ALICE = { 'x-api-token': 'alice-token-0123456789abcdef' };
+const BOB = { 'x-api-token': 'bob-token-0123456789abcdef' };
+const PRINCIPALS = {
+  gateway: {
+    auth: {
+      principals: [
+        { id: 'alice', tokens: [ALICE['x-api-token']] },
+        { id: 'bob', tokens: [BOB['x-api-token']] },
+      ],
+    },
+  },
+};
+const enc = encodeURIComponent;
+
+interface Waited {
+  status: string;
+  event_id: string;
+  session_key: string;
+}
+
+async function send(h: Harness, headers: Record<string, string>, chat: string, key?: string): Promise<Waited> {
+  const res = await h.message(
+    { platform: 'web', user_id: 'u', chat_id: chat, text: `hello from ${chat}`, wait: true },
+    { ...headers, ...(key ? { 'idempotency-key': key } : {}) },
+  );
+  expect(res.statusCode).toBe(200);
+  return res.json<Waited>();
+}
+
+const get = (h: Harness, url: string, headers: Record<string, string>) => h.inject({ method: 'GET', url, headers });
+
+describe('principals and isolation', () => {
+  const rig = useHarness({ config: PRINCIPALS });
+
+  it("another principal's session, history, messages and turn stream answer 404, and lists leave them out", async () => {
+    const h = rig;
+    const mine = await send(h, ALICE, 'c1');
+    expect(mine.session_key).toBe('gateway:web@alice:c1');
+    const session = `/api/v1/sessions/${enc(mine.session_key)}`;
+
+    expect((await get(h, session, ALICE)).statusCode).toBe(200);
+    for (const url of [session, `${session}/history`, `/api/v1/turns/${mine.event_id}/events`]) {
+      const res = await get(h, url, BOB);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.json()).toMatchObject({ error: { code: 'NOT_FOUND' } });
+    }
+    const post = await h.inject({
+      method: 'POST',
+      url: `${session}/messages`,
+      headers: BOB,
+      payload: { content: 'let me in' },
+    });
+    expect(post.statusCode).toBe(404);
+    const del = await h.inject({ method: 'DELETE', url: session, headers: BOB });
+    expect(del.statusCode).toBe(404);
+    expect((await get(h, session, ALICE)).json()).toMatchObject({ message_count: 2 }); // nothing of bob's got in
+
+    const keys = async (headers: Record<string, string>, query = '') =>
+      (await get(h, `/api/v1/sessions${query}`, headers))
+        .json<{ items: Array<{ id: string }> }>()
+        .items.map((s) => s.id);
+    await send(h, BOB, 'c2');
+    expect(await keys(ALICE)).toEqual(['gateway:web@alice:c1']);
+    expect(await keys(BOB)).toEqual(['gateway:web@bob:c2']);
+    expect((await keys(adminHeaders)).sort()).toEqual(['gateway:web@alice:c1', 'gateway:web@bob:c2']);
+    expect(await keys(adminHeaders, '?principal=bob')).toEqual(['gateway:web@bob:c2']);
+    expect(await keys(BOB, '?principal=alice')).toEqual(['gateway:web@bob:c2']); // an api principal's filter is itself
+    expect((await get(h, session, adminHeaders)).statusCode).toBe(200);
+  });
+
+  it('the same chat id and idempotency key from two principals are two sessions and two turns, not a 409', async () => {
+    const h = rig;
+    const a = await send(h, ALICE, 'shared', 'key-1');
+    const b = await send(h, BOB, 'shared', 'key-1');
+    expect(a.session_key).not.toBe(b.session_key);
+    expect(a.event_id).not.toBe(b.event_id);
+    // Each principal's retry replays its own turn.
+    expect((await send(h, ALICE, 'shared', 'key-1')).event_id).toBe(a.event_id);
+    expect((await send(h, BOB, 'shared', 'key-1')).event_id).toBe(b.event_id);
+  });
+
+  it("a message addressed to another principal's session by its key is refused with 404 and writes nothing", async () => {
+    const h = rig;
+    const mine = await send(h, ALICE, 'private');
+    const ws = await h.inject({
+      method: 'POST',
+      url: `/api/v1/sessions/${enc(mine.session_key)}/messages`,
+      headers: BOB,
+      payload: { content: 'hi' },
+    });
+    expect(ws.statusCode).toBe(404);
+    const turns = await get(h, `/api/v1/sessions/${enc(mine.session_key)}/turns`, adminHeaders);
+    expect(turns.json<{ items: unknown[] }>().items).toHaveLength(1);
+  });
+
+  it('a single-owner gateway is unchanged: the default principal keeps plain keys and sees its sessions', async () => {
+    const h = rig;
+    const mine = await send(h, apiHeaders, 'plain');
+    expect(mine.session_key).toBe('gateway:web:plain');
+    expect((await get(h, `/api/v1/sessions/${enc(mine.session_key)}`, apiHeaders)).statusCode).toBe(200);
+    expect((await get(h, `/api/v1/sessions/${enc(mine.session_key)}`, ALICE)).statusCode).toBe(404);
+  });
+});
