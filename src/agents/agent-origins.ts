@@ -18,7 +18,9 @@ export function agentOrigins(roster: AgentRoster): {
 } {
   return {
     originOf: (inbound) => {
-      const principal = inbound.principal ?? { id: DEFAULT_PRINCIPAL, role: 'admin' as const };
+      // Work the gateway creates (tasks, cron) is the default principal's; the webhook channel's is its own (§18).
+      const id = inbound.source === 'webhook' ? 'channel:webhook' : DEFAULT_PRINCIPAL;
+      const principal = inbound.principal ?? { id, role: 'admin' as const };
       const source = {
         channel: inbound.channel,
         platform: inbound.platform,

@@ -159,6 +159,20 @@ describe('webhook channel: messages', () => {
     expect(waited.headers.get('content-type')).toMatch(/^application\/json/);
   });
 
+  it("takes `agent` for a new session (404 unknown); its sessions are the webhook channel's, seen by admins only", async () => {
+    const hook = await startHook({ agents: { main: {}, support: {} } });
+    const ok = await send(hook.url(), { sender_id: 'u1', chat_id: 'ag', text: 'hi', agent: 'support', wait: true });
+    expect(ok.status).toBe(200);
+    const key = encodeURIComponent('gateway:webhook:ag');
+    const session = await api(hook.api, 'GET', `/api/v1/sessions/${key}`, adminHeaders);
+    expect(session.body).toMatchObject({ agent: 'support' });
+    expect((await api(hook.api, 'GET', `/api/v1/sessions/${key}`, apiHeaders)).status).toBe(404);
+    const unknown = await send(hook.url(), { sender_id: 'u1', chat_id: 'ag2', text: 'hi', agent: 'ghost' });
+    expect(unknown.status).toBe(404);
+    const bad = await send(hook.url(), { sender_id: 'u1', chat_id: 'ag3', text: 'hi', agent: 7 });
+    expect(bad.status).toBe(400);
+  });
+
   it('accepts the aliases user_id and message', async () => {
     const hook = await startHook();
     const res = await send(hook.url(), { user_id: 'u2', chat_id: 'c2', message: 'via aliases', wait: true });

@@ -365,6 +365,32 @@ describe('websocket: chat', () => {
     expect(custom[0]).toMatchObject({ type: 'accepted', session_key: 'gateway:api:custom' });
   });
 
+  it("takes `agent` for a new session, answers an unknown one with an error frame, and keys a principal's sessions", async () => {
+    const alice = 'alice-token-0123456789abcdef';
+    const running = await start({
+      overrides: {
+        agents: { main: {}, support: {} },
+        gateway: { auth: { principals: [{ id: 'alice', tokens: [alice] }] } },
+      },
+    });
+    const { client } = await connectAuthed(running, API_TOKEN, '?platform=web&user_id=u1&chat_id=ag');
+    client.send({ type: 'message', text: 'hi', agent: 'support' });
+    const frames = await client.until(isEnd);
+    expect(frames[0]).toMatchObject({ type: 'accepted', session_key: 'gateway:web:ag' });
+    const session = await http(running, 'GET', `/api/v1/sessions/${encodeURIComponent('gateway:web:ag')}`, {
+      token: ADMIN_TOKEN,
+    });
+    expect(session.body).toMatchObject({ agent: 'support' });
+    client.send({ type: 'message', text: 'hi', agent: 'ghost', session_key: 'gateway:web:other', ref: 'g' });
+    expect(await client.next()).toMatchObject({ type: 'error', ref: 'g', error: { code: 'NOT_FOUND' } });
+
+    const mine = await connect(`${running.ws}/api/v1/ws?platform=web&user_id=u1&chat_id=ag`, { 'x-api-token': alice });
+    expect(await mine.next()).toMatchObject({ type: 'auth_ok', role: 'api' });
+    mine.send({ type: 'message', text: 'mine' });
+    const own = await mine.until(isEnd);
+    expect(own[0]).toMatchObject({ type: 'accepted', session_key: 'gateway:web@alice:ag' });
+  });
+
   it('sends tool_call and tool_result frames of an agent tool', async () => {
     const fake = await fakeProvider();
     const lookup: AgentTool = {

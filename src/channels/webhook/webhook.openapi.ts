@@ -13,6 +13,12 @@ const webhookBody = z
     message: z.string().min(1).optional().meta({ description: 'Alias of `text`' }),
     wait: z.boolean().optional().meta({ description: 'Answer with the reply (200) instead of the 202 ack' }),
     idempotency_key: z.string().optional().meta({ description: 'Must agree with an idempotency header' }),
+    agent: z
+      .string()
+      .min(1)
+      .max(64)
+      .optional()
+      .meta({ description: 'The agent a session this message creates gets (DECISIONS §17)' }),
   })
   .meta({
     description:

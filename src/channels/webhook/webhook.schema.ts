@@ -15,6 +15,8 @@ export interface WebhookMessage {
   wait: boolean;
   /** The body's `idempotency_key` when present (validated later with the header keys). */
   idempotencyKey: string | undefined;
+  /** The agent a session this message creates gets (DECISIONS §17). */
+  agent: string | undefined;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -106,6 +108,10 @@ export function parseWebhookBody(raw: Buffer): WebhookMessage {
   if (given(key) && typeof key !== 'string') {
     issues.push({ path: 'body.idempotency_key', message: 'must be a string' });
   }
+  const agent = body.agent;
+  if (given(agent) && (typeof agent !== 'string' || agent.length === 0 || agent.length > 64)) {
+    issues.push({ path: 'body.agent', message: 'must be a string of 1-64 characters' });
+  }
   if (issues.length > 0 || senderId === undefined || text === undefined || typeof chatId !== 'string') {
     throw errors.validation(issues, 'invalid body');
   }
@@ -115,5 +121,6 @@ export function parseWebhookBody(raw: Buffer): WebhookMessage {
     text,
     wait: wait === true,
     idempotencyKey: typeof key === 'string' ? key : undefined,
+    agent: typeof agent === 'string' ? agent : undefined,
   };
 }

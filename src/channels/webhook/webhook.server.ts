@@ -156,6 +156,7 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
       channel: WEBHOOK_PLATFORM,
       source: WEBHOOK_PLATFORM,
       principal: null,
+      ...(message.agent !== undefined ? { agent: message.agent } : {}),
       identity: {
         ip: request.socket.remoteAddress ?? '',
         loopbackTrusted: deps.loopbackTrusted(request.socket.remoteAddress, request.headers.host),

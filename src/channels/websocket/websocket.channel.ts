@@ -161,6 +161,7 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
           channel: input.identity.platform,
           source: 'websocket',
           principal: input.principal,
+          ...(input.agent !== undefined ? { agent: input.agent } : {}),
           identity: { ip, loopbackTrusted },
           idempotency: { scope: 'principal', field: input.idempotencyKey },
           // The client follows the turn to its end: a retry (over any transport) gets the final result too.

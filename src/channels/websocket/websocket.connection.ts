@@ -91,6 +91,8 @@ export interface WebSocketSubmit {
   identity: ChatIdentity;
   /** The frame's `idempotency_key`, unvalidated (the message path applies the key rules). */
   idempotencyKey: string | undefined;
+  /** The frame's `agent` (DECISIONS §17). */
+  agent?: string;
 }
 
 /** Everything one connection needs, narrowed to what it uses (the channel wires the real services). */
@@ -338,6 +340,7 @@ export class WebSocketConnection {
       text: frame.text,
       identity,
       idempotencyKey: frame.idempotency_key,
+      ...(frame.agent !== undefined ? { agent: frame.agent } : {}),
     });
     if (!submitted.replay) this.deps.noteMessage();
     this.own(submitted.eventId);

@@ -44,12 +44,14 @@ export const authFrame = identityFields.extend({
   ref: ref.optional(),
 });
 
-/** `{type: "message", text, session_key?, idempotency_key?, ref?}`. */
+/** `{type: "message", text, session_key?, idempotency_key?, agent?, ref?}`. */
 export const messageFrame = z.object({
   type: z.literal('message'),
   text: z.string({ error: 'text is required' }).min(1, 'text must not be empty'),
   session_key: z.string().max(500).optional(),
   idempotency_key: z.string({ error: 'idempotency_key must be a string' }).optional(),
+  /** The agent a session this message creates gets (DECISIONS §17). */
+  agent: z.string().min(1).max(64).optional(),
   ref: ref.optional(),
 });
 
