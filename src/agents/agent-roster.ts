@@ -3,6 +3,7 @@ import type { Config } from '../config/config.schema.js';
 import { errors } from '../http/errors.js';
 import type { Principal } from '../http/route.js';
 import { createProvider, type AgentOptions, type ModelProvider, type ToolRegistry } from '../runtime/index.js';
+import type { SessionAgent, SpendCap } from '../turns/index.js';
 
 /** Where a new session comes from: what bindings match on (DECISIONS §17). */
 export interface SessionSource {
@@ -70,8 +71,8 @@ export interface AgentRosterOptions {
   provider: ModelProvider;
   tools: ToolRegistry;
   systemContext?: AgentOptions['systemContext'];
-  /** The agent of an existing session (its row), null when it has none. */
-  sessionAgent(sessionKey: string): Promise<string | null>;
+  /** The agent and owner of an existing session (its row), null when there is none. */
+  sessionOf(sessionKey: string): Promise<{ agent: string; principal: string } | null>;
   /** Builds another agent's provider, lazily (tests inject one); default `createProvider`. */
   createProvider?: (config: Config['provider']) => ModelProvider;
 }
@@ -92,7 +93,7 @@ export class AgentRoster {
   private profiles = new Map<string, AgentProfile>();
   private readonly providers = new Map<string, ModelProvider>();
   private readonly options = new Map<string, AgentOptions>();
-  private readonly sessionAgents = new Map<string, string>();
+  private readonly sessions = new Map<string, { agent: string; principal: string }>();
 
   constructor(private readonly deps: AgentRosterOptions) {
     this.config = deps.config;
@@ -197,22 +198,29 @@ export class AgentRoster {
     return options;
   }
 
-  /** The options of the agent that runs `sessionKey`'s turns. */
-  async forSession(sessionKey: string): Promise<AgentOptions> {
-    let agent = this.sessionAgents.get(sessionKey);
-    if (agent === undefined) {
-      agent = (await this.deps.sessionAgent(sessionKey)) ?? this.defaultAgent();
-      if (this.sessionAgents.size >= SESSION_AGENT_CACHE) {
-        this.sessionAgents.delete(this.sessionAgents.keys().next().value!);
-      }
-      this.sessionAgents.set(sessionKey, agent);
+  /**
+   * The agent that runs `sessionKey`'s turns, with its options, and the spend
+   * caps besides the gateway's: its agent's and its owner's (DECISIONS §17-18).
+   */
+  async forSession(sessionKey: string): Promise<SessionAgent> {
+    let session = this.sessions.get(sessionKey);
+    if (session === undefined) {
+      session = (await this.deps.sessionOf(sessionKey)) ?? { agent: this.defaultAgent(), principal: 'default' };
+      if (this.sessions.size >= SESSION_AGENT_CACHE) this.sessions.delete(this.sessions.keys().next().value!);
+      this.sessions.set(sessionKey, session);
     }
-    return this.optionsFor(agent);
+    const options = this.optionsFor(session.agent);
+    const caps: SpendCap[] = [];
+    const agentCap = this.profiles.get(session.agent)?.dailyBudgetUsd ?? null;
+    if (agentCap !== null) caps.push({ usd: agentCap, agent: session.agent });
+    const owner = this.config.gateway.auth.principals.find((p) => p.id === session.principal);
+    if (owner?.budget.daily_usd != null) caps.push({ usd: owner.budget.daily_usd, principal: owner.id });
+    return { options, caps };
   }
 
-  /** Forgets a session's agent (deleted: a revived key decides again). */
+  /** Forgets a session's agent and owner (deleted: a revived key decides again). */
   forget(sessionKey: string): void {
-    this.sessionAgents.delete(sessionKey);
+    this.sessions.delete(sessionKey);
   }
 
   private providerFor(profile: AgentProfile): ModelProvider {

@@ -30,7 +30,10 @@ export function openAgents(deps: {
     provider: deps.provider,
     tools,
     ...(deps.systemContext ? { systemContext: deps.systemContext } : {}),
-    sessionAgent: async (key) => (await getSession(store.db, key))?.agent ?? null,
+    sessionOf: async (key) => {
+      const session = await getSession(store.db, key);
+      return session ? { agent: session.agent, principal: session.principal } : null;
+    },
   });
   deps.onChange((next, changed) => {
     if (changed.some((path) => ROSTER_KEYS.some((key) => path === key || path.startsWith(`${key}.`)))) {

@@ -11,7 +11,7 @@ import {
   type OriginPolicy,
 } from '../security/host-origin.js';
 import type { RateGroup, RateLimiter } from '../security/rate-limit.js';
-import { extractToken, fingerprintToken, type TokenBook } from '../security/tokens.js';
+import { extractToken, fingerprintToken, rateKeyOf, type TokenBook } from '../security/tokens.js';
 import type { Clock } from '../lib/clock.js';
 import type { ApiError } from './errors.js';
 import { errors } from './errors.js';
@@ -198,7 +198,7 @@ export function createGuard(options: GuardOptions): Guard {
 
       let rateHeaders: Record<string, string> = {};
       if (route.rateGroup) {
-        const outcome = rateLimiter.hit(principal!.fingerprint, route.rateGroup);
+        const outcome = rateLimiter.hit(rateKeyOf(principal!)!, route.rateGroup);
         rateHeaders = {
           'x-ratelimit-limit': String(outcome.limit),
           'x-ratelimit-remaining': String(outcome.remaining),

@@ -126,6 +126,8 @@ export interface RateLimiterOptions {
   maxKeys?: number;
   /** The other gateway processes' counts (ADR 0028); absent on a gateway that counts alone. */
   shared?: SharedWindows;
+  /** A key's own limits (a principal's `rate_limits`, DECISIONS §18); undefined: `limits`. */
+  limitsFor?: (key: string) => Record<RateGroup, number> | undefined;
 }
 
 /**
@@ -142,7 +144,8 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   return {
     hit(key: string, group: RateGroup): RateDecision {
       // A group name holds no `:`, so `group:key` never collides across groups (it is also the shared row's key).
-      return counter.hit(`${group}:${key}`, options.limits[group]);
+      const limit = options.limitsFor?.(key)?.[group] ?? options.limits[group];
+      return counter.hit(`${group}:${key}`, limit);
     },
     size(): number {
       return counter.size();

@@ -1,3 +1,4 @@
+import type { RateGroup } from '../lib/rate-groups.js';
 import type { Config } from '../config/config.schema.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -63,8 +64,12 @@ export function createSecurity(options: {
     principals: auth.principals.map((p) => ({ id: p.id, role: p.role, tokens: p.tokens, tokenSha256: p.token_sha256 })),
   });
   const rateLimits = { ...config.security.rate_limits };
+  // A principal's own limits count all its tokens together (DECISIONS §18); gateway.auth is never live.
+  const own = new Map<string, Record<RateGroup, number>>();
+  for (const p of auth.principals) if (p.rate_limits) own.set(`principal:${p.id}`, { ...p.rate_limits });
   const rateLimiter = createRateLimiter({
     limits: rateLimits,
+    limitsFor: (key) => own.get(key),
     clock,
     ...(options.sharedCounts ? { shared: options.sharedCounts } : {}),
   });

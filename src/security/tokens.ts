@@ -158,6 +158,15 @@ export function createTokenBook(options: TokenBookOptions): TokenBook {
   };
 }
 
+/**
+ * What a principal's requests are counted under (DECISIONS §18): a configured
+ * principal's all together (`principal:<id>`, its scope), any other token's
+ * by its fingerprint, as before principals.
+ */
+export function rateKeyOf(principal: { scope: string; fingerprint: string | null }): string | null {
+  return principal.scope.startsWith('principal:') ? principal.scope : principal.fingerprint;
+}
+
 /** A token found in request headers, and where it was found. */
 export interface ExtractedToken {
   token: string;

@@ -19,6 +19,8 @@ export {
   type Submitted,
 } from './inbound.js';
 export { type FollowOptions } from './turn-follow.js';
+export type { SpendCap } from './turn-ports.js';
+export type { SessionAgent } from './turn-runner.js';
 export {
   PAUSED_STATUSES,
   REPLY_OWED_STATUSES,

@@ -5,7 +5,7 @@ import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
 import { emptyTotals } from '../runtime/index.js';
-import type { AgentOptions, ModelProvider } from '../runtime/index.js';
+import type { ModelProvider } from '../runtime/index.js';
 import type { ToolRegistry } from '../runtime/index.js';
 import type { IdentityCheck } from '../security/identity.js';
 import { heartbeat, liveOwners, registerInstance, removeInstance, type Store } from '../store/index.js';
@@ -21,7 +21,7 @@ import { realTimers, type Timers } from './timers.js';
 import { lastTurnEventSeq } from './turn-events.repo.js';
 import { TurnTimings, type TurnMarks } from './turn-timings.js';
 import { ContextCache } from './context-cache.js';
-import { TurnRunner } from './turn-runner.js';
+import { TurnRunner, type SessionAgent } from './turn-runner.js';
 import type { ChatCommand } from './turn-commands.js';
 import { turnPathFor } from './turn-path.js';
 import { CONTEXT_WINDOW } from './turn-ports.js';
@@ -146,7 +146,7 @@ export interface MessagePathOptions {
   /** Several agents (DECISIONS §17): which one a new session gets, and which one runs a session's turns. */
   agents?: {
     originOf(inbound: Inbound): SessionOrigin;
-    forSession(sessionKey: string): Promise<AgentOptions>;
+    forSession(sessionKey: string): Promise<SessionAgent>;
   };
   /** Idempotency LRU entries per kind of scope (the webhook's own size comes from its channel). */
   idempotencyCacheSizes?: Partial<Record<ScopeKind, number>>;

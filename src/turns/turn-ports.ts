@@ -22,6 +22,15 @@ import { updateTurnProgress, type TurnRecord } from './turns.repo.js';
 /** Messages of context sent to the model (the newest of the current epoch). */
 export const CONTEXT_WINDOW = 100;
 
+/** A daily spend cap besides the gateway's: an agent's or a principal's (DECISIONS §17-18), USD per UTC day. */
+export interface SpendCap {
+  usd: number;
+  /** Counts the spend of this agent's sessions. */
+  agent?: string;
+  /** Counts the spend of this principal's sessions. */
+  principal?: string;
+}
+
 /** What a turn's ports use (the runner's options: `dailyBudgetUsd` is read at each check, as configured then). */
 export interface TurnPortsDeps {
   store: Store;
@@ -51,6 +60,7 @@ export function turnPorts(
   epoch: number,
   writes: TurnWrites,
   claimWindow?: ContextEntry[],
+  caps: readonly SpendCap[] = [],
 ): AgentPorts {
   let readWithClaim = claimWindow;
   const { store, hub } = deps;
@@ -130,13 +140,21 @@ export function turnPorts(
       return Promise.resolve();
     },
     budgetExceeded: async () => {
-      const cap = deps.dailyBudgetUsd;
-      if (cap === null) return false;
+      const all: SpendCap[] = deps.dailyBudgetUsd === null ? [] : [{ usd: deps.dailyBudgetUsd }];
+      if (all.length + caps.length === 0) return false;
       const dayStart = new Date(deps.clock.now());
       dayStart.setUTCHours(0, 0, 0, 0);
-      const spent = await spentNanoUsdSince(store.db, dayStart.toISOString());
+      const since = dayStart.toISOString();
       const staged = writes.usage.reduce((sum, u) => sum + u.costNanoUsd, 0);
-      return spent + staged >= cap * 1e9;
+      // The gateway's cap, then the agent's and the principal's: any one spent stops the turn.
+      for (const cap of [...all, ...caps]) {
+        const of = {
+          ...(cap.agent ? { agent: cap.agent } : {}),
+          ...(cap.principal ? { principal: cap.principal } : {}),
+        };
+        if ((await spentNanoUsdSince(store.db, since, of)) + staged >= cap.usd * 1e9) return true;
+      }
+      return false;
     },
     emit,
     setCurrentTool: async (name) => {

@@ -18,20 +18,26 @@ import type { InboundPayload } from './inbound.js';
 import { runningStatus, TurnClaimer, type ClaimedStep } from './turn-claim.js';
 import { runChatCommand, type ChatCommand } from './turn-commands.js';
 import { isStoreUnavailable, settleOutcome, storeUnavailableOutcome, type TurnFinishDeps } from './turn-finish.js';
-import { turnPorts } from './turn-ports.js';
+import { turnPorts, type SpendCap } from './turn-ports.js';
 import type { JobResult, TurnJob } from './turn-queue.js';
 import { noWrites, type TurnWrites } from './turn-writes.js';
 import { getTurn, type TurnRecord } from './turns.repo.js';
 
 export type { ChatCommand } from './turn-commands.js';
 
+/** The agent a session's turns run with, and the spend caps besides the gateway's (its agent's, its owner's). */
+export interface SessionAgent {
+  options: AgentOptions;
+  caps: readonly SpendCap[];
+}
+
 /** What the runner uses: what ending a turn uses, and what running one adds. */
 export interface TurnRunnerOptions extends TurnFinishDeps {
   ids: IdGenerator;
   /** The agent of sessions `agents` does not decide (every session, without it). */
   agent: AgentOptions;
-  /** Which agent runs a session's turns, and with what options (DECISIONS §17). */
-  agents?: { forSession(sessionKey: string): Promise<AgentOptions> };
+  /** Which agent runs a session's turns, with what options and spend caps (DECISIONS §17-18). */
+  agents?: { forSession(sessionKey: string): Promise<SessionAgent> };
   /** USD per UTC day, or null for no cap. */
   dailyBudgetUsd: number | null;
   /**
@@ -260,7 +266,10 @@ export class TurnRunner {
           hub.publish(id, 'status', runningStatus(), { stored: id === primary && options.statusStored === true });
         }
         const epoch = options.knownEpoch ?? (await getSession(store.db, sessionKey))?.contextEpoch ?? turn.contextEpoch;
-        const agent = this.options.agents ? await this.options.agents.forSession(sessionKey) : this.options.agent;
+        const chosen = this.options.agents
+          ? await this.options.agents.forSession(sessionKey)
+          : { options: this.options.agent, caps: [] };
+        const agent = chosen.options;
         const provider = agent.provider;
         // From the first model call on, the turn has had effects: a store failure then ends it (ADR 0014).
         const tracked: ModelProvider = {
@@ -275,7 +284,7 @@ export class TurnRunner {
             return provider.complete(request);
           },
         };
-        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window);
+        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps);
         outcome = await runAgent({ ...agent, provider: tracked }, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {

@@ -74,11 +74,27 @@ const insertUsageOnce = prepared((ex, row: UsageRow) =>
  * none. Summed as integers by the database (cast to bigint, so PostgreSQL does
  * not answer with a numeric string).
  */
-export async function spentNanoUsdSince(ex: Executor, sinceIso: string): Promise<number> {
-  const row = await ex
-    .selectFrom('usage_records')
-    .select(sql<number>`cast(coalesce(sum(cost_nano_usd), 0) as bigint)`.as('spent'))
-    .where('created_at', '>=', sinceIso)
-    .executeTakeFirstOrThrow();
+export async function spentNanoUsdSince(
+  ex: Executor,
+  sinceIso: string,
+  of: { agent?: string; principal?: string } = {},
+): Promise<number> {
+  if (of.agent === undefined && of.principal === undefined) {
+    const row = await ex
+      .selectFrom('usage_records')
+      .select(sql<number>`cast(coalesce(sum(cost_nano_usd), 0) as bigint)`.as('spent'))
+      .where('created_at', '>=', sinceIso)
+      .executeTakeFirstOrThrow();
+    return Number(row.spent);
+  }
+  // One agent's or one principal's spend: its sessions' model calls (a session's agent and owner never change).
+  let query = ex
+    .selectFrom('usage_records as u')
+    .innerJoin('sessions as s', 's.key', 'u.session_key')
+    .select(sql<number>`cast(coalesce(sum(u.cost_nano_usd), 0) as bigint)`.as('spent'))
+    .where('u.created_at', '>=', sinceIso);
+  if (of.agent !== undefined) query = query.where('s.agent', '=', of.agent);
+  if (of.principal !== undefined) query = query.where('s.principal', '=', of.principal);
+  const row = await query.executeTakeFirstOrThrow();
   return Number(row.spent);
 }

@@ -171,3 +171,46 @@ describe('agents as OpenAI model names', () => {
     expect((await complete('gpt-4o', apiHeaders, 'oa-3')).statusCode).toBe(404);
   });
 });
+
+describe('spend caps of an agent and of a principal (DECISIONS §17-18)', () => {
+  const BOB = { 'x-api-token': 'bob-token-0123456789abcdef' };
+  const rig = useHarness({
+    fake: { always: echoReply },
+    config: {
+      agents: { main: { budget: { daily_usd: 0.000001 } }, support: {} },
+      gateway: {
+        auth: {
+          principals: [
+            { id: 'alice', tokens: [ALICE_TOKEN], budget: { daily_usd: 0.000001 } },
+            { id: 'bob', tokens: [BOB['x-api-token']] },
+          ],
+        },
+      },
+    },
+  });
+  const ask = async (headers: Record<string, string>, chat: string, agent: string) => {
+    const res = await rig.message(
+      { platform: 'web', user_id: 'u', chat_id: chat, text: 'spend', agent, wait: true },
+      headers,
+    );
+    expect(res.statusCode).toBe(200);
+    return res.json<{ status: string; event_id: string }>();
+  };
+  const reason = async (eventId: string) =>
+    (await rig.inject({ method: 'GET', url: `/api/v1/turns/${eventId}`, headers: adminHeaders })).json<{
+      termination_reason: string;
+    }>().termination_reason;
+
+  it("a principal's cap stops only its own turns, an agent's cap only that agent's", async () => {
+    expect((await ask(alice, 'a1', 'support')).status).toBe('completed');
+    const stopped = await ask(alice, 'a2', 'support');
+    expect(stopped.status).toBe('incomplete');
+    expect(await reason(stopped.event_id)).toBe('budget_exceeded');
+    expect((await ask(BOB, 'b1', 'support')).status).toBe('completed'); // alice's spend is not bob's
+
+    expect((await ask(BOB, 'b2', 'main')).status).toBe('completed');
+    const main = await ask(apiHeaders, 'd1', 'main'); // main's cap is spent, whoever spent it
+    expect(main.status).toBe('incomplete');
+    expect((await ask(apiHeaders, 'd2', 'support')).status).toBe('completed');
+  });
+});

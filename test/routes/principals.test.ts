@@ -111,3 +111,39 @@ describe('principals and isolation', () => {
     expect((await get(h, `/api/v1/sessions/${enc(mine.session_key)}`, ALICE)).statusCode).toBe(404);
   });
 });
+
+describe("a principal's own rate limits", () => {
+  const CAROL_1 = { 'x-api-token': 'carol-token-one-0123456789' };
+  const CAROL_2 = { 'x-api-token': 'carol-token-two-0123456789' };
+  const rig = useHarness({
+    clock: Date.UTC(2026, 10, 27, 12, 0, 0), // a manual clock: the three reads share one window
+    config: {
+      gateway: {
+        auth: {
+          principals: [
+            {
+              id: 'carol',
+              tokens: [CAROL_1['x-api-token'], CAROL_2['x-api-token']],
+              rate_limits: { read: 2, write: 30, analytics: 10, lifecycle: 5 },
+            },
+            { id: 'alice', tokens: [ALICE['x-api-token']] },
+          ],
+        },
+      },
+    },
+  });
+
+  it('count all its tokens together and replace the per-token limits; other principals keep theirs', async () => {
+    const h = rig;
+    const first = await get(h, '/api/v1/sessions', CAROL_1);
+    expect(first.statusCode).toBe(200);
+    expect(first.headers['x-ratelimit-limit']).toBe('2');
+    expect((await get(h, '/api/v1/sessions', CAROL_2)).statusCode).toBe(200);
+    const third = await get(h, '/api/v1/sessions', CAROL_1);
+    expect(third.statusCode).toBe(429);
+    expect(third.json()).toMatchObject({ error: { code: 'RATE_LIMITED' } });
+    const other = await get(h, '/api/v1/sessions', ALICE);
+    expect(other.statusCode).toBe(200);
+    expect(Number(other.headers['x-ratelimit-limit'])).toBeGreaterThan(2);
+  });
+});

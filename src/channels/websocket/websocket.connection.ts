@@ -2,6 +2,7 @@ import type { EventBus, Topic } from '../../events/index.js';
 import { errors } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
 import type { RateDecision } from '../../security/rate-limit.js';
+import { rateKeyOf } from '../../security/tokens.js';
 import { sessionKeyFor, type FollowOptions, type TurnStep, type Submitted } from '../../turns/index.js';
 import {
   WebSocketAuth,
@@ -321,7 +322,7 @@ export class WebSocketConnection {
       });
     }
     if (this.deps.profile !== 'minimal' && principal.fingerprint !== null) {
-      const decision = this.deps.rateLimit(principal.fingerprint);
+      const decision = this.deps.rateLimit(rateKeyOf(principal) ?? principal.fingerprint);
       if (!decision.allowed) {
         throw errors.rateLimited(decision.resetSeconds, {
           group: 'write',
