@@ -611,6 +611,44 @@ describe('websocket: live feed', () => {
     });
   });
 
+  it("a principal's live feed never carries another principal's turns (DECISIONS §18)", async () => {
+    const tokens = { alice: 'alice-token-0123456789abcdef', bob: 'bob-token-0123456789abcdef' };
+    const running = await start({
+      overrides: {
+        gateway: {
+          auth: {
+            principals: [
+              { id: 'alice', tokens: [tokens.alice] },
+              { id: 'bob', tokens: [tokens.bob] },
+            ],
+          },
+        },
+      },
+    });
+    const alice = await connectAuthed(running, tokens.alice, '?platform=web&user_id=a&chat_id=a');
+    const bob = await connectAuthed(running, tokens.bob, '?platform=web&user_id=b&chat_id=b');
+    for (const { client } of [alice, bob]) {
+      expect(await client.ask({ type: 'subscribe', topics: ['turns', 'sessions'] })).toMatchObject({
+        type: 'subscribed',
+      });
+    }
+    alice.client.send({ type: 'message', text: 'secret of alice' });
+    const aliceFrames = await alice.client.until((f) => f.type === 'event' && f.event === 'done');
+    const aliceEvent = (aliceFrames.find((f) => f.type === 'accepted') as { event_id: string }).event_id;
+    expect(
+      aliceFrames.some((f) => f.type === 'event' && (f.data as { event_id?: string }).event_id === aliceEvent),
+    ).toBe(true);
+
+    bob.client.send({ type: 'message', text: 'hello from bob' });
+    const bobFrames = await bob.client.until((f) => f.type === 'event' && f.event === 'done');
+    const bobEvent = (bobFrames.find((f) => f.type === 'accepted') as { event_id: string }).event_id;
+    expect(bobFrames.some((f) => f.type === 'event' && (f.data as { event_id?: string }).event_id === bobEvent)).toBe(
+      true,
+    );
+    expect(JSON.stringify(bobFrames)).not.toContain(aliceEvent);
+    expect(JSON.stringify(bobFrames)).not.toContain('secret of alice');
+  });
+
   it('logs needs the admin role; unknown topics are BAD_REQUEST', async () => {
     const running = await start();
     const api = await connectAuthed(running, API_TOKEN);

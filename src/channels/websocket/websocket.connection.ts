@@ -3,6 +3,7 @@ import { errors } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
 import type { RateDecision } from '../../security/rate-limit.js';
 import { rateKeyOf } from '../../security/tokens.js';
+import { ownerScope, principalKeyPart } from '../../sessions/index.js';
 import { sessionKeyFor, type FollowOptions, type TurnStep, type Submitted } from '../../turns/index.js';
 import {
   WebSocketAuth,
@@ -95,6 +96,9 @@ export interface WebSocketSubmit {
   /** The frame's `agent` (DECISIONS §17). */
   agent?: string;
 }
+
+/** Live-feed topics of what every principal shares (DECISIONS §18): the rest is per principal. */
+const SHARED_TOPICS: ReadonlySet<Topic> = new Set<Topic>(['skills', 'knowledge', 'channels']);
 
 /** Everything one connection needs, narrowed to what it uses (the channel wires the real services). */
 export interface ConnectionDeps extends Omit<AuthDeps, 'authTimeoutMs'> {
@@ -448,12 +452,32 @@ export class WebSocketConnection {
       this.topics.size === 0
         ? null
         : this.deps.bus.subscribe([...this.topics], (event) => {
+            if (!this.feedVisible(event)) return;
             this.send({ type: 'event', topic: event.topic, event: event.event, data: event.data });
           });
     previous?.();
   }
 
   // ---------------------------------------------------------------------------------------------------------------
+
+  /**
+   * Whether a live-feed event reaches this connection (DECISIONS §18). A
+   * configured api principal's feed carries its own turns and sessions (the
+   * turns it sent here, the sessions keyed with its id) and the shared
+   * resources (skills, knowledge, channels); nothing of other principals'
+   * work. Every other connection sees the whole feed, as before principals.
+   */
+  private feedVisible(event: { topic: Topic; data: Record<string, unknown> }): boolean {
+    const principal = this.session?.principal;
+    const scope = principal ? ownerScope(principal) : null;
+    if (!principal || scope === null || principalKeyPart(principal) === '') return true;
+    if (event.topic === 'turns') return this.owned.has(String(event.data.event_id));
+    if (event.topic === 'sessions') {
+      const key = typeof event.data.id === 'string' ? event.data.id : event.data.session_key;
+      return typeof key === 'string' && key.includes(`${principalKeyPart(principal)}:`);
+    }
+    return SHARED_TOPICS.has(event.topic);
+  }
 
   private get role(): Role {
     return this.session?.role ?? 'api';
