@@ -634,14 +634,14 @@ describe('websocket: live feed', () => {
     }
     alice.client.send({ type: 'message', text: 'secret of alice' });
     const aliceFrames = await alice.client.until((f) => f.type === 'event' && f.event === 'done');
-    const aliceEvent = (aliceFrames.find((f) => f.type === 'accepted') as { event_id: string }).event_id;
+    const aliceEvent = (aliceFrames.find((f) => f.type === 'accepted') as unknown as { event_id: string }).event_id;
     expect(
       aliceFrames.some((f) => f.type === 'event' && (f.data as { event_id?: string }).event_id === aliceEvent),
     ).toBe(true);
 
     bob.client.send({ type: 'message', text: 'hello from bob' });
     const bobFrames = await bob.client.until((f) => f.type === 'event' && f.event === 'done');
-    const bobEvent = (bobFrames.find((f) => f.type === 'accepted') as { event_id: string }).event_id;
+    const bobEvent = (bobFrames.find((f) => f.type === 'accepted') as unknown as { event_id: string }).event_id;
     expect(bobFrames.some((f) => f.type === 'event' && (f.data as { event_id?: string }).event_id === bobEvent)).toBe(
       true,
     );
