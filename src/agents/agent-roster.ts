@@ -215,7 +215,18 @@ export class AgentRoster {
     if (agentCap !== null) caps.push({ usd: agentCap, agent: session.agent });
     const owner = this.config.gateway.auth.principals.find((p) => p.id === session.principal);
     if (owner?.budget.daily_usd != null) caps.push({ usd: owner.budget.daily_usd, principal: owner.id });
-    return { options, caps };
+    return { options, caps, memoryOwner: this.memoryOwner(session, owner !== undefined) };
+  }
+
+  /**
+   * Whose memory a session's turns use: the agent's own with `memory_scope:
+   * agent`, else its owner's when the owner is a configured principal. The
+   * built-in principals and the platform channels share the default
+   * principal's, so a single-owner gateway keeps one memory, as before.
+   */
+  private memoryOwner(session: { agent: string; principal: string }, configured: boolean): string {
+    if (this.profiles.get(session.agent)?.memoryScope === 'agent') return `agent:${session.agent}`;
+    return `principal:${configured ? session.principal : 'default'}`;
   }
 
   /** Forgets a session's agent and owner (deleted: a revived key decides again). */

@@ -4,6 +4,8 @@ import type { DocFilter, Executor } from '../search/index.js';
 /** `memories` (migration 006_memory_knowledge): the agent's persistent memory entries. */
 export interface MemoriesTable {
   id: string;
+  /** Whose memory it is: `principal:<id>` or `agent:<id>` (migration 013); keys are unique per owner. */
+  owner: string;
   /** Optional unique key (DECISIONS §9, variant B); never starts with `mem_`. */
   key: string | null;
   content: string;
@@ -32,6 +34,7 @@ declare module '../store/database.js' {
 /** A memory entry as stored. */
 export interface MemoryRecord {
   id: string;
+  owner: string;
   key: string | null;
   content: string;
   tags: string[];
@@ -42,6 +45,8 @@ export interface MemoryRecord {
 
 /** Filters of a memory listing; all optional, combined with AND. */
 export interface MemoryFilters {
+  /** Only this owner's entries (`principal:<id>`, `agent:<id>`); absent: every owner's. */
+  owner?: string | undefined;
   /** Entries carrying this tag. */
   tag?: string | undefined;
   /** Entries created at or after this ISO timestamp. */
@@ -56,6 +61,7 @@ export async function insertMemory(ex: Executor, record: MemoryRecord): Promise<
     .insertInto('memories')
     .values({
       id: record.id,
+      owner: record.owner,
       key: record.key,
       content: record.content,
       tags: JSON.stringify(record.tags),
@@ -99,12 +105,23 @@ export async function deleteMemory(ex: Executor, id: string): Promise<boolean> {
 }
 
 /** The entry with this id, or else the one with this key; null when neither exists. */
-export async function findMemory(ex: Executor, idOrKey: string): Promise<MemoryRecord | null> {
-  const byId = await ex.selectFrom('memories').selectAll().where('id', '=', idOrKey).executeTakeFirst();
-  if (byId) return toMemory(byId);
-  const byKey = await ex.selectFrom('memories').selectAll().where('key', '=', idOrKey).executeTakeFirst();
+export async function findMemory(ex: Executor, idOrKey: string, owner?: string): Promise<MemoryRecord | null> {
+  let byId = ex.selectFrom('memories').selectAll().where('id', '=', idOrKey);
+  if (owner !== undefined) byId = byId.where('owner', '=', owner);
+  const found = await byId.executeTakeFirst();
+  if (found) return toMemory(found);
+  // A key is unique per owner: without one, the default principal's (the keys of a single-owner gateway).
+  const byKey = await ex
+    .selectFrom('memories')
+    .selectAll()
+    .where('key', '=', idOrKey)
+    .where('owner', '=', owner ?? DEFAULT_MEMORY_OWNER)
+    .executeTakeFirst();
   return byKey ? toMemory(byKey) : null;
 }
+
+/** The owner of entries of the default principal: every entry of a gateway without configured principals. */
+export const DEFAULT_MEMORY_OWNER = 'principal:default';
 
 /** The entries with these ids (missing ones are absent from the map). */
 export async function memoriesByIds(ex: Executor, ids: readonly string[]): Promise<Map<string, MemoryRecord>> {
@@ -143,7 +160,7 @@ export async function listMemories(
 
 /** The ids of the entries matching `filters`, as a subquery for the search engine; undefined without filters. */
 export function memoryFilter(ex: Executor, filters: MemoryFilters): DocFilter | undefined {
-  if (filters.tag === undefined && filters.since === undefined && filters.key === undefined) return undefined;
+  if (Object.values(filters).every((value) => value === undefined)) return undefined;
   return filteredMemories(ex, filters).select('memories.id as id');
 }
 
@@ -161,7 +178,8 @@ export async function touchMemories(ex: Executor, ids: readonly string[], now: s
 /** `select … from memories` restricted by `filters`. */
 function filteredMemories(ex: Executor, filters: MemoryFilters) {
   let query = ex.selectFrom('memories');
-  const { tag, since, key } = filters;
+  const { tag, since, key, owner } = filters;
+  if (owner !== undefined) query = query.where('owner', '=', owner);
   if (tag !== undefined) {
     query = query.where((eb) =>
       eb.exists(
@@ -190,6 +208,7 @@ function toMemory(row: Selectable<MemoriesTable>): MemoryRecord {
   const tags: unknown = JSON.parse(row.tags);
   return {
     id: row.id,
+    owner: row.owner,
     key: row.key,
     content: row.content,
     tags: Array.isArray(tags) ? tags.filter((tag): tag is string => typeof tag === 'string') : [],

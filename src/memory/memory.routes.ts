@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { errors } from '../http/errors.js';
-import { created, defineRoute, type RouteDef } from '../http/route.js';
+import { created, defineRoute, type Principal, type RouteDef } from '../http/route.js';
 import { objectBody, q } from '../http/validation.js';
 import { isoTime } from '../lib/clock.js';
 import { presentMemory } from './memory.presenter.js';
@@ -14,6 +14,7 @@ import {
   memoryTag,
   memoryTags,
 } from './memory.schema.js';
+import { principalKeyPart } from '../sessions/index.js';
 import { MemoryKeyTakenError, type MemoryService } from './memory.service.js';
 
 const entryParams = z.object({ id: z.string().min(1).max(500) });
@@ -28,6 +29,15 @@ export interface MemoryRoutesDeps {
  * searches with `limit` + `offset` pagination; every write is admin. An
  * entry is addressed by its id or its key.
  */
+/**
+ * The memory an api principal may read through the API (DECISIONS §18): a
+ * configured principal its own (`principal:<id>`); the default principal, the
+ * owner of a single-owner gateway, and admins every entry (undefined).
+ */
+function readableBy(principal: Principal): string | undefined {
+  return principal.role === 'api' && principalKeyPart(principal) !== '' ? `principal:${principal.id}` : undefined;
+}
+
 export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
   const { service } = deps;
   const keyTaken = (error: unknown): never => {
@@ -59,6 +69,7 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
       responses: [{ status: 200, description: 'One page of entries', schema: memoryListSchema }],
       handler: async (ctx, { query }) => {
         const page = await service.list({
+          owner: readableBy(ctx.principal),
           query: query.query,
           tag: query.tag,
           since: query.since === undefined ? undefined : isoTime(query.since),
@@ -83,8 +94,8 @@ export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {
       tags: ['memory'],
       params: entryParams,
       responses: [{ status: 200, description: 'The entry', schema: memoryEntrySchema }],
-      handler: async (_ctx, { params }) => {
-        const record = await service.get(params.id);
+      handler: async (ctx, { params }) => {
+        const record = await service.get(params.id, readableBy(ctx.principal));
         if (!record) throw errors.notFound('memory entry');
         return presentMemory(record);
       },

@@ -5,6 +5,7 @@ import type { Collection, SearchEngine } from '../search/index.js';
 import { chunkText } from '../search/index.js';
 import type { Store } from '../store/index.js';
 import {
+  DEFAULT_MEMORY_OWNER,
   type MemoryFilters,
   type MemoryRecord,
   deleteMemory,
@@ -39,6 +40,8 @@ export interface NewMemory {
   content: string;
   tags?: readonly string[] | undefined;
   key?: string | undefined;
+  /** Whose memory (`principal:<id>`, `agent:<id>`); default the default principal's. */
+  owner?: string | undefined;
 }
 
 /** A listing or search of entries (DECISIONS §9). */
@@ -98,11 +101,13 @@ export class MemoryService {
   async create(input: NewMemory, signal?: AbortSignal): Promise<MemoryRecord> {
     const tags = distinct(input.tags ?? []);
     const key = input.key ?? null;
-    if (key !== null && (await findByKey(this.#store, key))) throw new MemoryKeyTakenError(key);
+    const owner = input.owner ?? DEFAULT_MEMORY_OWNER;
+    if (key !== null && (await findByKey(this.#store, key, owner))) throw new MemoryKeyTakenError(key);
     const doc = await this.#search.prepare(chunksOf(input.content, tags), signal);
     const now = isoTime(this.#clock.now());
     const record: MemoryRecord = {
       id: this.#ids.next('mem'),
+      owner,
       key,
       content: input.content,
       tags,
@@ -112,7 +117,12 @@ export class MemoryService {
     };
     await this.#store.writer.run(async (trx) => {
       if (key !== null) {
-        const taken = await trx.selectFrom('memories').select('id').where('key', '=', key).executeTakeFirst();
+        const taken = await trx
+          .selectFrom('memories')
+          .select('id')
+          .where('key', '=', key)
+          .where('owner', '=', owner)
+          .executeTakeFirst();
         if (taken) throw new MemoryKeyTakenError(key);
       }
       await insertMemory(trx, record);
@@ -134,8 +144,9 @@ export class MemoryService {
     idOrKey: string,
     change: { content?: string | undefined; tags?: readonly string[] | undefined },
     signal?: AbortSignal,
+    owner?: string,
   ): Promise<MemoryRecord | null> {
-    const found = await findMemory(this.#store.db, idOrKey);
+    const found = await findMemory(this.#store.db, idOrKey, owner);
     if (!found) return null;
     return this.#oneAtATime(found.id, () => this.#update(found.id, change, signal));
   }
@@ -183,8 +194,8 @@ export class MemoryService {
   }
 
   /** Deletes the entry with this id or key (and its index); returns its id, or null when there is none. */
-  async remove(idOrKey: string): Promise<string | null> {
-    const current = await findMemory(this.#store.db, idOrKey);
+  async remove(idOrKey: string, owner?: string): Promise<string | null> {
+    const current = await findMemory(this.#store.db, idOrKey, owner);
     if (!current) return null;
     const deleted = await this.#store.writer.run(async (trx) => {
       const ok = await deleteMemory(trx, current.id);
@@ -197,8 +208,8 @@ export class MemoryService {
   }
 
   /** The entry with this id or key, or null. Reading one entry does not move `last_accessed`. */
-  async get(idOrKey: string): Promise<MemoryRecord | null> {
-    return findMemory(this.#store.db, idOrKey);
+  async get(idOrKey: string, owner?: string): Promise<MemoryRecord | null> {
+    return findMemory(this.#store.db, idOrKey, owner);
   }
 
   /**
@@ -208,7 +219,7 @@ export class MemoryService {
    * now. Without: newest first, score 0, nothing touched.
    */
   async list(query: MemoryQuery): Promise<{ items: ScoredMemory[]; total: number }> {
-    const filters: MemoryFilters = { tag: query.tag, since: query.since, key: query.key };
+    const filters: MemoryFilters = { tag: query.tag, since: query.since, key: query.key, owner: query.owner };
     if (query.query === undefined || query.query.trim() === '') {
       const page = await listMemories(this.#store.db, filters, { limit: query.limit, offset: query.offset });
       return { items: page.items.map((record) => ({ record, score: 0 })), total: page.total };
@@ -248,9 +259,10 @@ export class MemoryService {
   async save(input: NewMemory, signal?: AbortSignal): Promise<{ record: MemoryRecord; created: boolean }> {
     for (let attempt = 0; attempt < MAX_UPDATE_ATTEMPTS; attempt++) {
       if (input.key !== undefined) {
-        const existing = await findByKey(this.#store, input.key);
+        const existing = await findByKey(this.#store, input.key, input.owner ?? DEFAULT_MEMORY_OWNER);
         if (existing) {
-          const updated = await this.update(existing.id, { content: input.content, tags: input.tags }, signal);
+          const change = { content: input.content, tags: input.tags };
+          const updated = await this.update(existing.id, change, signal, input.owner ?? DEFAULT_MEMORY_OWNER);
           if (updated) {
             const now = isoTime(this.#clock.now());
             await this.#touch([updated.id], now);
@@ -275,8 +287,13 @@ export class MemoryService {
   }
 }
 
-async function findByKey(store: Store, key: string): Promise<{ id: string } | undefined> {
-  return store.db.selectFrom('memories').select('id').where('key', '=', key).executeTakeFirst();
+async function findByKey(store: Store, key: string, owner: string): Promise<{ id: string } | undefined> {
+  return store.db
+    .selectFrom('memories')
+    .select('id')
+    .where('key', '=', key)
+    .where('owner', '=', owner)
+    .executeTakeFirst();
 }
 
 /** The indexed text of an entry: its content, then its tags (so a query for a tag finds it). */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { AgentTool } from '../runtime/index.js';
 import { presentMemory } from './memory.presenter.js';
+import { DEFAULT_MEMORY_OWNER } from './memory.repo.js';
 import { memoryContent, memoryKey, memoryTags } from './memory.schema.js';
 import type { MemoryService } from './memory.service.js';
 
@@ -36,7 +37,13 @@ export function memoryTools(service: MemoryService): AgentTool[] {
       },
       async run(args, ctx) {
         const input = parse(searchArgs, args);
-        const page = await service.list({ query: input.query, limit: input.limit ?? 5, offset: 0, signal: ctx.signal });
+        const page = await service.list({
+          query: input.query,
+          limit: input.limit ?? 5,
+          offset: 0,
+          owner: ctx.memoryOwner ?? DEFAULT_MEMORY_OWNER,
+          signal: ctx.signal,
+        });
         return {
           items: page.items.map((item) => {
             const view = presentMemory(item.record, item.score);
@@ -71,7 +78,10 @@ export function memoryTools(service: MemoryService): AgentTool[] {
       },
       async run(args, ctx) {
         const input = parse(saveArgs, args);
-        const { record, created } = await service.save(input, ctx.signal);
+        const { record, created } = await service.save(
+          { ...input, owner: ctx.memoryOwner ?? DEFAULT_MEMORY_OWNER },
+          ctx.signal,
+        );
         return { status: created ? 'created' : 'updated', memory: presentMemory(record) };
       },
     },

@@ -44,6 +44,8 @@ export interface AgentPorts {
   /** The turn's session and event, handed to tools. */
   readonly sessionKey: string;
   readonly eventId: string;
+  /** Whose memory the turn's tools use (`ToolContext.memoryOwner`). */
+  readonly memoryOwner?: string;
   /** The conversation so far (current context epoch), oldest first; ends with the new user message or tool results. */
   loadContext(): Promise<ChatMessage[]>;
   /** Stores an assistant message; returns its id. */
@@ -178,7 +180,8 @@ export async function runAgent(
           status = 'error';
         } else {
           try {
-            result = await tool.run(args, { sessionKey: ports.sessionKey, eventId: ports.eventId, signal });
+            const owner = ports.memoryOwner !== undefined ? { memoryOwner: ports.memoryOwner } : {};
+            result = await tool.run(args, { sessionKey: ports.sessionKey, eventId: ports.eventId, signal, ...owner });
           } catch (err) {
             result = { error: (err as Error).message };
             status = 'error';

@@ -4,6 +4,11 @@ import type { ToolSpec } from './providers/provider.js';
 export interface ToolContext {
   sessionKey: string;
   eventId: string;
+  /**
+   * Whose memory the turn reads and writes (DECISIONS §17-18): `principal:<id>`
+   * or `agent:<id>`, by its agent's `memory_scope`; absent: the default principal's.
+   */
+  memoryOwner?: string;
   /** Aborted when the turn is interrupted. */
   signal: AbortSignal;
 }

@@ -61,6 +61,7 @@ export function turnPorts(
   writes: TurnWrites,
   claimWindow?: ContextEntry[],
   caps: readonly SpendCap[] = [],
+  memoryOwner?: string,
 ): AgentPorts {
   let readWithClaim = claimWindow;
   const { store, hub } = deps;
@@ -102,6 +103,7 @@ export function turnPorts(
     return id;
   };
   return {
+    ...(memoryOwner !== undefined ? { memoryOwner } : {}),
     sessionKey,
     eventId: primary,
     // The request's own earlier messages (ADR 0015) come before the session's history.

@@ -29,6 +29,8 @@ export type { ChatCommand } from './turn-commands.js';
 export interface SessionAgent {
   options: AgentOptions;
   caps: readonly SpendCap[];
+  /** Whose memory its turns use (`ToolContext.memoryOwner`). */
+  memoryOwner?: string;
 }
 
 /** What the runner uses: what ending a turn uses, and what running one adds. */
@@ -284,7 +286,8 @@ export class TurnRunner {
             return provider.complete(request);
           },
         };
-        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps);
+        const owner = 'memoryOwner' in chosen ? chosen.memoryOwner : undefined;
+        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps, owner);
         outcome = await runAgent({ ...agent, provider: tracked }, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {

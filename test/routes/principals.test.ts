@@ -147,3 +147,60 @@ describe("a principal's own rate limits", () => {
     expect(Number(other.headers['x-ratelimit-limit'])).toBeGreaterThan(2);
   });
 });
+
+describe('memory by principal and by agent (memory_scope, DECISIONS §17-18)', () => {
+  const rig = useHarness({
+    fake: true,
+    config: {
+      agents: { main: {}, team: { memory_scope: 'agent' } },
+      ...PRINCIPALS,
+    },
+  });
+  const ask = async (headers: Record<string, string>, chat: string, text: string, agent = 'main') => {
+    const res = await rig.message({ platform: 'web', user_id: 'u', chat_id: chat, text, agent, wait: true }, headers);
+    expect(res.statusCode).toBe(200);
+    return res.json<Waited>();
+  };
+  const toolResult = async (sessionKey: string): Promise<string> => {
+    const res = await get(rig, `/api/v1/sessions/${enc(sessionKey)}/history`, adminHeaders);
+    const entries = res.json<{ items: Array<{ role: string; content: string }> }>().items;
+    return entries.filter((e) => e.role === 'tool').at(-1)!.content;
+  };
+  const save = (content: string, key: string) =>
+    rig.fake.enqueue({ tool_calls: [{ name: 'memory_save', arguments: { content, key } }] }, { content: 'Saved.' });
+  const search = (query: string) =>
+    rig.fake.enqueue({ tool_calls: [{ name: 'memory_search', arguments: { query } }] }, { content: 'Found.' });
+
+  it("a principal's memory is its own, keys included; an agent's shared memory is everyone's who uses it", async () => {
+    save('Alice drinks green tea.', 'drink');
+    await ask(ALICE, 'm1', 'remember my drink');
+    save('Bob drinks black coffee.', 'drink'); // the same key, another owner: no clash
+    await ask(BOB, 'm2', 'remember my drink');
+
+    search('what does the user drink? tea coffee');
+    const bobs = await ask(BOB, 'm3', 'what do I drink?');
+    const found = await toolResult(bobs.session_key);
+    expect(found).toContain('Bob drinks black coffee.');
+    expect(found).not.toContain('Alice');
+
+    const listed = async (headers: Record<string, string>) =>
+      (await get(rig, '/api/v1/memory', headers))
+        .json<{ items: Array<{ content: string }> }>()
+        .items.map((m) => m.content);
+    expect(await listed(ALICE)).toEqual(['Alice drinks green tea.']);
+    expect(await listed(BOB)).toEqual(['Bob drinks black coffee.']);
+    expect((await listed(adminHeaders)).sort()).toEqual(['Alice drinks green tea.', 'Bob drinks black coffee.']);
+    const aliceEntry = (await get(rig, '/api/v1/memory?key=drink', ALICE)).json<{ items: Array<{ id: string }> }>()
+      .items[0]!;
+    expect((await get(rig, `/api/v1/memory/${aliceEntry.id}`, BOB)).statusCode).toBe(404);
+
+    save('The team meets on Mondays.', 'meeting');
+    await ask(ALICE, 't1', 'remember the meeting', 'team');
+    search('when does the team meet? Mondays');
+    const shared = await ask(BOB, 't2', 'when do we meet?', 'team');
+    expect(await toolResult(shared.session_key)).toContain('The team meets on Mondays.');
+    search('when does the team meet? Mondays');
+    const privateView = await ask(BOB, 'm4', 'when do we meet?');
+    expect(await toolResult(privateView.session_key)).not.toContain('Mondays');
+  });
+});

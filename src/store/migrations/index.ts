@@ -11,6 +11,7 @@ import { migration009 } from './009_cron.js';
 import { migration010 } from './010_cluster_counts.js';
 import { migration011 } from './011_platform_replies.js';
 import { migration012 } from './012_session_owners.js';
+import { migration013 } from './013_memory_owners.js';
 
 export interface CapabilityMigration {
   name: string;
@@ -26,4 +27,5 @@ export const capabilityMigrations: readonly CapabilityMigration[] = [
   migration010,
   migration011,
   migration012,
+  migration013,
 ];
