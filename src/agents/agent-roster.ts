@@ -215,7 +215,12 @@ export class AgentRoster {
     if (agentCap !== null) caps.push({ usd: agentCap, agent: session.agent });
     const owner = this.config.gateway.auth.principals.find((p) => p.id === session.principal);
     if (owner?.budget.daily_usd != null) caps.push({ usd: owner.budget.daily_usd, principal: owner.id });
-    return { options, caps, memoryOwner: this.memoryOwner(session, owner !== undefined) };
+    return {
+      options,
+      caps,
+      memoryOwner: this.memoryOwner(session, owner !== undefined),
+      principal: session.principal,
+    };
   }
 
   /**

@@ -46,6 +46,8 @@ export interface AgentPorts {
   readonly eventId: string;
   /** Whose memory the turn's tools use (`ToolContext.memoryOwner`). */
   readonly memoryOwner?: string;
+  /** The principal owning the session (`ToolContext.principal`). */
+  readonly principal?: string;
   /** The conversation so far (current context epoch), oldest first; ends with the new user message or tool results. */
   loadContext(): Promise<ChatMessage[]>;
   /** Stores an assistant message; returns its id. */
@@ -180,7 +182,10 @@ export async function runAgent(
           status = 'error';
         } else {
           try {
-            const owner = ports.memoryOwner !== undefined ? { memoryOwner: ports.memoryOwner } : {};
+            const owner = {
+              ...(ports.memoryOwner !== undefined ? { memoryOwner: ports.memoryOwner } : {}),
+              ...(ports.principal !== undefined ? { principal: ports.principal } : {}),
+            };
             result = await tool.run(args, { sessionKey: ports.sessionKey, eventId: ports.eventId, signal, ...owner });
           } catch (err) {
             result = { error: (err as Error).message };

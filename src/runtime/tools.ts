@@ -9,6 +9,8 @@ export interface ToolContext {
    * or `agent:<id>`, by its agent's `memory_scope`; absent: the default principal's.
    */
   memoryOwner?: string;
+  /** The principal that owns the turn's session (DECISIONS §18): what the tools create is its. Absent: `default`. */
+  principal?: string;
   /** Aborted when the turn is interrupted. */
   signal: AbortSignal;
 }

@@ -61,7 +61,7 @@ export function turnPorts(
   writes: TurnWrites,
   claimWindow?: ContextEntry[],
   caps: readonly SpendCap[] = [],
-  memoryOwner?: string,
+  owners: { memoryOwner?: string; principal?: string } = {},
 ): AgentPorts {
   let readWithClaim = claimWindow;
   const { store, hub } = deps;
@@ -103,7 +103,7 @@ export function turnPorts(
     return id;
   };
   return {
-    ...(memoryOwner !== undefined ? { memoryOwner } : {}),
+    ...owners,
     sessionKey,
     eventId: primary,
     // The request's own earlier messages (ADR 0015) come before the session's history.

@@ -31,6 +31,8 @@ export interface SessionAgent {
   caps: readonly SpendCap[];
   /** Whose memory its turns use (`ToolContext.memoryOwner`). */
   memoryOwner?: string;
+  /** The principal owning the session (`ToolContext.principal`). */
+  principal?: string;
 }
 
 /** What the runner uses: what ending a turn uses, and what running one adds. */
@@ -286,8 +288,11 @@ export class TurnRunner {
             return provider.complete(request);
           },
         };
-        const owner = 'memoryOwner' in chosen ? chosen.memoryOwner : undefined;
-        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps, owner);
+        const owners = {
+          ...('memoryOwner' in chosen && chosen.memoryOwner !== undefined ? { memoryOwner: chosen.memoryOwner } : {}),
+          ...('principal' in chosen && chosen.principal !== undefined ? { principal: chosen.principal } : {}),
+        };
+        const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps, owners);
         outcome = await runAgent({ ...agent, provider: tracked }, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {
