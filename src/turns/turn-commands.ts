@@ -36,6 +36,8 @@ export interface TurnCommandDeps {
   clock: Clock;
   ids: IdGenerator;
   agent: Pick<AgentOptions, 'provider'>;
+  /** The agent a session's turns run with (DECISIONS §17); absent: `agent`. */
+  agents?: { forSession(sessionKey: string): Promise<{ options: Pick<AgentOptions, 'provider'> }> };
   /** Extra chat commands, by name without the slash; a handler checks its own permissions. */
   commands?: Record<string, ChatCommand>;
 }
@@ -85,9 +87,10 @@ export async function runChatCommand(
       response = `Started a new conversation (context epoch ${epoch}).`;
     } else {
       const session = await getSession(store.db, turn.sessionKey);
-      const { provider } = deps.agent;
+      const { provider } = deps.agents ? (await deps.agents.forSession(turn.sessionKey)).options : deps.agent;
       response = session
-        ? `Session ${session.key}: ${session.messageCount} messages, context epoch ${session.contextEpoch}, provider ${provider.type}:${provider.model}.`
+        ? `Session ${session.key}: ${session.messageCount} messages, context epoch ${session.contextEpoch}, ` +
+          `agent ${session.agent}, provider ${provider.type}:${provider.model}.`
         : `Session ${turn.sessionKey}: no messages yet.`;
     }
     const messageId = deps.ids.next('msg');

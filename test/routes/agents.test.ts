@@ -91,6 +91,15 @@ describe('agents and bindings', () => {
     expect(refused.statusCode).toBe(403);
   });
 
+  it("/status names the session's agent and its model, and /new keeps the agent", async () => {
+    const h = rig;
+    await h.message({ platform: 'slack', user_id: 'u', chat_id: 'st', text: 'hello', wait: true });
+    await h.message({ platform: 'slack', user_id: 'u', chat_id: 'st', text: '/new', wait: true });
+    const status = await h.message({ platform: 'slack', user_id: 'u', chat_id: 'st', text: '/status', wait: true });
+    expect(status.json<{ response: string }>().response).toMatch(/agent support, provider openai:gpt-4o-mini/);
+    expect(await sessionAgent(h, 'gateway:slack:st')).toBe('support');
+  });
+
   it('GET /whoami and GET /agents show each principal what it may use; another agent is 404 to it', async () => {
     const h = rig;
     const me = await h.inject({ method: 'GET', url: '/api/v1/whoami', headers: alice });
