@@ -15,6 +15,7 @@ export {
   TaskRunner,
   nodeTimers,
   outcomeOf,
+  taskPrincipal,
   taskPrompt,
   type TaskRunnerOptions,
   type TaskTimers,

@@ -7,7 +7,7 @@ import { payloadOf, type Inbound } from '../turns/index.js';
 import { TurnEventHub } from '../turns/turn-events.js';
 import { TurnWaiters } from '../turns/turn-waiters.js';
 import { claimTurn, finishTurn, getTurn, insertTurn, pauseTurn } from '../turns/turns.repo.js';
-import { TaskRunner, outcomeOf, taskPrompt, type TaskTimers } from './task-runner.js';
+import { TaskRunner, outcomeOf, taskPrincipal, taskPrompt, type TaskTimers } from './task-runner.js';
 import { setTaskEvent, type TaskRecord } from './tasks.repo.js';
 import { TaskService } from './tasks.service.js';
 
@@ -317,6 +317,29 @@ describeBackends('task runner', (backend) => {
     await eventOf(agent.id);
     expect(await statusOf(human.id)).toBe('pending');
     expect(submitted.map((s) => s.text)).toEqual(['agent']);
+  });
+
+  it("submits a principal's task under that principal, the default principal's with none", async () => {
+    await runner.start();
+    const mine = await service.create({ title: 'alice’s', principal: 'alice', priority: 9 });
+    const theirs = await service.create({ title: 'default’s', priority: 1 });
+    runner.notify();
+    await eventOf(mine.id);
+    await eventOf(theirs.id);
+    expect(submitted.map((s) => [s.text, s.principal, s.identity])).toEqual([
+      ['alice’s', { role: 'api', id: 'alice', fingerprint: null, scope: 'principal:alice' }, 'skip'],
+      ['default’s', null, 'skip'],
+    ]);
+  });
+});
+
+it('submits under the task’s principal unless it is the default one', () => {
+  expect(taskPrincipal({ principal: 'default' })).toBeNull();
+  expect(taskPrincipal({ principal: 'bob' })).toEqual({
+    role: 'api',
+    id: 'bob',
+    fingerprint: null,
+    scope: 'principal:bob',
   });
 });
 

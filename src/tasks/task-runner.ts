@@ -1,3 +1,4 @@
+import { principalKeyPart } from '../sessions/index.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
@@ -10,7 +11,8 @@ import {
   type MessagePath,
   type TurnRecord,
 } from '../turns/index.js';
-import type { TaskRecord } from './tasks.repo.js';
+import type { Principal } from '../http/route.js';
+import { DEFAULT_TASK_PRINCIPAL, type TaskRecord } from './tasks.repo.js';
 import { TASK_CANCELLED_REASON, type TaskRunOutcome, type TaskService } from './tasks.service.js';
 
 /**
@@ -61,7 +63,8 @@ export interface TaskRunnerOptions {
  * assignee `agent`, highest priority first, then oldest, at most
  * `maxConcurrent` at once across every process sharing the database (the
  * claim is one conditional UPDATE). Each runs as a turn in session
- * `gateway:task:<id>` submitted through intake; the turn's outcome finishes
+ * `gateway:task:<id>` submitted through intake under the task's principal
+ * (`taskPrincipal`); the turn's outcome finishes
  * the task (completed with the response, or failed with the error). A
  * cancelled task's turn is interrupted and the task stays cancelled.
  *
@@ -205,7 +208,7 @@ export class TaskRunner {
         chatId: task.id,
         channel: 'task',
         source: 'task',
-        principal: null,
+        principal: taskPrincipal(task),
         identity: 'skip', // work the gateway creates itself
         wait: false,
       });
@@ -279,6 +282,18 @@ export class TaskRunner {
       if (failed) this.log.info({ task_id: task.id }, 'task of a dead process failed');
     }
   }
+}
+
+/**
+ * The principal a task's turn is submitted under (DECISIONS §18): the
+ * task's owner, so its session is the owner's and the turn runs under the
+ * owner's budget and memory. Null for the default principal's tasks: work
+ * the gateway creates itself, whose sessions are `default`'s.
+ */
+export function taskPrincipal(task: Pick<TaskRecord, 'principal'>): Principal | null {
+  // Built-in principals (default, admin, channels) share the single owner's sessions, as before principals.
+  if (task.principal === DEFAULT_TASK_PRINCIPAL || principalKeyPart({ id: task.principal }) === '') return null;
+  return { role: 'api', id: task.principal, fingerprint: null, scope: `principal:${task.principal}` };
 }
 
 /** The message the agent gets for a task: its title, then its description. */

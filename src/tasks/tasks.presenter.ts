@@ -28,6 +28,8 @@ export type TaskView = {
   started_at: string | null;
   finished_at: string | null;
   updated_at: string;
+  /** The owning principal (DECISIONS §18). */
+  principal: string;
 };
 
 /** Converts a stored task to its wire shape. */
@@ -54,5 +56,6 @@ export function presentTask(task: TaskRecord): TaskView {
     started_at: task.startedAt,
     finished_at: task.finishedAt,
     updated_at: task.updatedAt,
+    principal: task.principal,
   };
 }

@@ -96,10 +96,37 @@ describeBackends('tasks repository', (backend) => {
       startedAt: null,
       finishedAt: null,
       updatedAt: at(1),
+      principal: 'default', // none given: the default principal's
     };
     expect(created).toEqual(expected);
     expect(await getTask(db, 'tsk_0001')).toEqual(expected);
     expect(await getTask(db, 'tsk_missing')).toBeNull();
+  });
+
+  it('stores the owning principal and filters by it', async () => {
+    await insert(newTask(1));
+    await insert(newTask(2, { principal: 'alice' }));
+    await insert(newTask(3, { principal: 'bob' }));
+    await insert(newTask(4, { principal: 'alice', parentTaskId: 'tsk_0002' }));
+    expect((await getTask(db, 'tsk_0001'))?.principal).toBe('default');
+    expect((await getTask(db, 'tsk_0002'))?.principal).toBe('alice');
+    const ids = async (principal?: string) =>
+      (await listTasks(db, { ...(principal !== undefined ? { principal } : {}), limit: 50 })).map((x) => x.id);
+    expect(await ids('alice')).toEqual(['tsk_0004', 'tsk_0002']);
+    expect(await ids('bob')).toEqual(['tsk_0003']);
+    expect(await ids('default')).toEqual(['tsk_0001']);
+    expect(await ids('carol')).toEqual([]);
+    expect(await ids()).toEqual(['tsk_0004', 'tsk_0003', 'tsk_0002', 'tsk_0001']);
+    expect((await listTasks(db, { principal: 'alice', parentTaskId: 'tsk_0002', limit: 50 })).map((x) => x.id)).toEqual(
+      ['tsk_0004'],
+    );
+    // A claim and an update keep the owner.
+    expect(await claim(5)).toMatchObject({ id: 'tsk_0001', principal: 'default' });
+    expect(await claim(5)).toMatchObject({ id: 'tsk_0002', principal: 'alice' });
+    const updated = await t.store.writer.run((trx) =>
+      updateTask(trx, 'tsk_0003', { expectedStatus: 'pending', changes: { title: 'renamed' }, now: at(5) }),
+    );
+    expect(updated).toMatchObject({ title: 'renamed', principal: 'bob' });
   });
 
   it('knows parents: null for a root, undefined for an unknown task', async () => {

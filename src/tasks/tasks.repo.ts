@@ -41,14 +41,19 @@ export interface TasksTable {
   started_at: string | null;
   finished_at: string | null;
   updated_at: string;
+  /** The principal the task belongs to and its turn runs under (migration 014_task_owners; DECISIONS §18). */
+  principal: string;
 }
 
 declare module '../store/database.js' {
-  /** `Database` with the table of 008_tasks. */
+  /** `Database` with the table of 008_tasks (and 014_task_owners). */
   interface Database {
     tasks: TasksTable;
   }
 }
+
+/** The principal of tasks created without one, and of every task created before 014_task_owners. */
+export const DEFAULT_TASK_PRINCIPAL = 'default';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -79,6 +84,8 @@ export interface TaskRecord {
   startedAt: string | null;
   finishedAt: string | null;
   updatedAt: string;
+  /** The principal that owns the task (DECISIONS §18): who created it; its turn runs under it. */
+  principal: string;
 }
 
 /** What `insertTask` stores; the task starts pending with progress 0. */
@@ -93,6 +100,8 @@ export interface NewTask {
   boardId: string | null;
   parentTaskId: string | null;
   metadata: Record<string, unknown>;
+  /** The owning principal; default `default`. */
+  principal?: string;
   now: string;
 }
 
@@ -122,6 +131,7 @@ export async function insertTask(ex: Executor, task: NewTask): Promise<TaskRecor
       started_at: null,
       finished_at: null,
       updated_at: task.now,
+      principal: task.principal ?? DEFAULT_TASK_PRINCIPAL,
     })
     .returningAll()
     .executeTakeFirstOrThrow();
@@ -149,6 +159,8 @@ export interface ListTasksOptions {
   source?: TaskSource;
   boardId?: string;
   parentTaskId?: string;
+  /** Only this principal's tasks. */
+  principal?: string;
   /** At least 1 (the HTTP layer validates the range). */
   limit: number;
 }
@@ -166,6 +178,7 @@ export async function listTasks(ex: Executor, options: ListTasksOptions): Promis
   if (options.source !== undefined) query = query.where('source', '=', options.source);
   if (options.boardId !== undefined) query = query.where('board_id', '=', options.boardId);
   if (options.parentTaskId !== undefined) query = query.where('parent_task_id', '=', options.parentTaskId);
+  if (options.principal !== undefined) query = query.where('principal', '=', options.principal);
   const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(options.limit).execute();
   return rows.map(toTask);
 }
@@ -356,6 +369,7 @@ function toTask(row: Selectable<TasksTable>): TaskRecord {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     updatedAt: row.updated_at,
+    principal: row.principal,
   };
 }
 

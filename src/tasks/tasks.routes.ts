@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { created, defineRoute, type RouteDef } from '../http/route.js';
+import { created, defineRoute, type Principal, type RouteDef } from '../http/route.js';
+import { principalKeyPart } from '../sessions/index.js';
 import { presentTask } from './tasks.presenter.js';
 import { createTaskBody, listTasksQuery, patchTaskBody, taskEnvelopeSchema, taskListSchema } from './tasks.schema.js';
 import type { TaskService } from './tasks.service.js';
@@ -10,10 +11,22 @@ export interface TaskRoutesDeps {
 }
 
 /**
+ * The tasks a caller may read (DECISIONS §18): a configured api principal
+ * its own (its id); the default principal, the one owner of a single-owner
+ * gateway, anonymous callers and admins every task (undefined).
+ */
+function readableBy(principal: Principal): string | undefined {
+  return principal.role === 'api' && principalKeyPart(principal) !== '' ? principal.id : undefined;
+}
+
+/**
  * Tasks API (spec: Tasks; DECISIONS §2, §3, §4, §9). Single tasks are
- * wrapped as `{task}`; reads need api rights, writes admin. Field problems
- * are 400 with every issue in `details`; a status change that is not
- * allowed is 400; an unknown id is 404.
+ * wrapped as `{task}`; reads need api rights, writes admin. A task belongs
+ * to the principal that created it; a configured principal reads only its
+ * own (another's is 404), admins all, or one principal's with
+ * `?principal=` (DECISIONS §18). Field problems are 400 with every issue in
+ * `details`; a status change that is not allowed is 400; an unknown id is
+ * 404.
  */
 export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
   const { service } = deps;
@@ -23,11 +36,14 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       method: 'GET',
       path: '/tasks',
       permission: 'api',
-      summary: 'List tasks, newest first (filters: status, priority word, session_id, assignee, source, board)',
+      summary:
+        'List tasks, newest first (filters: status, priority word, session_id, assignee, source, board, principal)',
       tags: ['tasks'],
       query: listTasksQuery,
       responses: [{ status: 200, description: 'The tasks', schema: taskListSchema }],
-      handler: async (_ctx, { query }) => {
+      handler: async (ctx, { query }) => {
+        // A configured principal lists its own tasks whatever it asks; anyone else every task, or one principal's.
+        const principal = readableBy(ctx.principal) ?? query.principal;
         const tasks = await service.list({
           limit: query.limit,
           ...(query.status ? { status: query.status } : {}),
@@ -37,6 +53,7 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
           ...(query.source !== undefined ? { source: query.source } : {}),
           ...(query.board_id !== undefined ? { boardId: query.board_id } : {}),
           ...(query.parent_task_id !== undefined ? { parentTaskId: query.parent_task_id } : {}),
+          ...(principal !== undefined ? { principal } : {}),
         });
         return { items: tasks.map(presentTask) };
       },
@@ -49,9 +66,10 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       tags: ['tasks'],
       body: createTaskBody,
       responses: [{ status: 201, description: 'The created task', schema: taskEnvelopeSchema }],
-      handler: async (_ctx, { body }) => {
+      handler: async (ctx, { body }) => {
         const task = await service.create({
           title: body.title,
+          principal: ctx.principal.id,
           ...(body.description !== undefined ? { description: body.description } : {}),
           ...(body.priority !== undefined ? { priority: body.priority } : {}),
           ...(body.labels !== undefined ? { labels: body.labels } : {}),
@@ -72,7 +90,9 @@ export function taskRoutes(deps: TaskRoutesDeps): RouteDef[] {
       tags: ['tasks'],
       params,
       responses: [{ status: 200, description: 'The task', schema: taskEnvelopeSchema }],
-      handler: async (_ctx, { params: p }) => ({ task: presentTask(await service.require(p.task_id)) }),
+      handler: async (ctx, { params: p }) => ({
+        task: presentTask(await service.require(p.task_id, readableBy(ctx.principal))),
+      }),
     }),
     defineRoute({
       method: 'PATCH',

@@ -163,6 +163,11 @@ export const listTasksQuery = z.object({
   source: source.optional(),
   board_id: z.string().min(1).optional(),
   parent_task_id: z.string().min(1).optional(),
+  principal: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Admins: only this principal's tasks; a configured principal always sees only its own (DECISIONS §18)"),
 });
 /** A validated GET /tasks query. */
 export type ListTasksQuery = z.output<typeof listTasksQuery>;
@@ -207,6 +212,9 @@ export const taskSchema = z
     started_at: timestamp.nullable(),
     finished_at: timestamp.nullable(),
     updated_at: timestamp,
+    principal: z
+      .string()
+      .describe('The principal that owns the task and whose turn runs it: its creator (DECISIONS §18)'),
   })
   .meta({ id: 'Task', description: 'A task' });
 

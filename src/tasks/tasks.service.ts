@@ -6,6 +6,7 @@ import type { Store } from '../store/index.js';
 import {
   claimNextTask,
   countTasksCompletedSince,
+  DEFAULT_TASK_PRINCIPAL,
   getTask,
   insertTask,
   listTasks,
@@ -69,10 +70,12 @@ export interface CreateTaskInput {
   boardId?: string | null;
   parentTaskId?: string | null;
   metadata?: Record<string, unknown>;
+  /** The principal that owns the task (DECISIONS §18); default `default`. It never changes. */
+  principal?: string;
 }
 
-/** A PATCH: any subset of the create fields, plus `status` and `progress`. */
-export interface UpdateTaskInput extends Partial<CreateTaskInput> {
+/** A PATCH: any subset of the create fields but the owner, plus `status` and `progress`. */
+export interface UpdateTaskInput extends Partial<Omit<CreateTaskInput, 'principal'>> {
   status?: TaskStatus;
   progress?: number;
 }
@@ -120,6 +123,7 @@ export class TaskService {
         boardId: input.boardId ?? null,
         parentTaskId,
         metadata: input.metadata ?? {},
+        principal: input.principal ?? DEFAULT_TASK_PRINCIPAL,
         now,
       });
     });
@@ -133,10 +137,13 @@ export class TaskService {
     return getTask(this.options.store.db, id);
   }
 
-  /** The task `id`; 404 when there is none. */
-  async require(id: string): Promise<TaskRecord> {
+  /**
+   * The task `id`; 404 when there is none, or when `principal` is given and
+   * the task is another principal's (as absent as none, DECISIONS §18).
+   */
+  async require(id: string, principal?: string): Promise<TaskRecord> {
     const task = await this.get(id);
-    if (!task) throw errors.notFound('task');
+    if (!task || (principal !== undefined && task.principal !== principal)) throw errors.notFound('task');
     return task;
   }
 

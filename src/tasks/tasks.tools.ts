@@ -1,6 +1,7 @@
 import { toFieldIssues } from '../http/validation.js';
 import type { AgentTool } from '../runtime/index.js';
 import { presentTask } from './tasks.presenter.js';
+import { DEFAULT_TASK_PRINCIPAL } from './tasks.repo.js';
 import { taskCreateToolArgs } from './tasks.schema.js';
 import type { TaskService } from './tasks.service.js';
 
@@ -15,7 +16,8 @@ export const MAX_AGENT_TASK_DEPTH = 5;
  * `agent` and answers it in its wire shape (the service's change event
  * wakes the task runner). Called from a task's own session, the new task is
  * nested under that task (`parent_task_id`), at most MAX_AGENT_TASK_DEPTH
- * levels deep. The creating session and turn are kept in `metadata`.
+ * levels deep. The creating session and turn are kept in `metadata`; the
+ * task belongs to the principal owning the session (DECISIONS §18).
  * Invalid arguments throw, which reports the problem to the model.
  */
 export function taskTools(service: TaskService): AgentTool[] {
@@ -63,6 +65,8 @@ export function taskTools(service: TaskService): AgentTool[] {
           source: 'agent',
           parentTaskId: parentExists ? parentTaskId : null,
           metadata: { created_by: { session_key: ctx.sessionKey, event_id: ctx.eventId } },
+          // The principal owning the session (a task's own session: the task's), so subtasks inherit it.
+          principal: ctx.principal ?? DEFAULT_TASK_PRINCIPAL,
         });
         return presentTask(task);
       },

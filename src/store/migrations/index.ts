@@ -12,6 +12,7 @@ import { migration010 } from './010_cluster_counts.js';
 import { migration011 } from './011_platform_replies.js';
 import { migration012 } from './012_session_owners.js';
 import { migration013 } from './013_memory_owners.js';
+import { migration014 } from './014_task_owners.js';
 
 export interface CapabilityMigration {
   name: string;
@@ -28,4 +29,5 @@ export const capabilityMigrations: readonly CapabilityMigration[] = [
   migration011,
   migration012,
   migration013,
+  migration014,
 ];
