@@ -23,6 +23,7 @@ export const routes: readonly Route[] = [
   { name: 'overview', title: 'Overview', load: () => import('./pages/overview') },
   { name: 'chat', title: 'Chat', load: () => import('./pages/chat') },
   { name: 'sessions', title: 'Sessions', load: () => import('./pages/sessions') },
+  { name: 'agents', title: 'Agents', load: () => import('./pages/agents') },
   { name: 'approvals', title: 'Approvals', load: () => import('./pages/approvals') },
   { name: 'memory', title: 'Memory', load: () => import('./pages/memory') },
   { name: 'knowledge', title: 'Knowledge', load: () => import('./pages/knowledge') },

@@ -1,9 +1,10 @@
 /**
- * Sessions (`#/sessions`): the sessions filtered by channel and status, and for the one opened its history and
- * (admin) its turn ledger. The turn inspector draws a turn's events as a timeline (status changes, tool calls
- * and results, the reply, timings, the termination reason) from `GET /turns/{id}/events`, and keeps following
- * a turn still running. Delete (two steps) removes a session. The list and the open session follow the live
- * `sessions` and `turns` topics.
+ * Sessions (`#/sessions`): the sessions filtered by channel and status (an admin also by the principal owning
+ * them, `?principal=`, DECISIONS §18), each with the agent that runs its turns, and for the one opened its
+ * history and (admin) its turn ledger. The turn inspector draws a turn's events as a timeline (status changes,
+ * tool calls and results, the reply, timings, the termination reason) from `GET /turns/{id}/events`, and keeps
+ * following a turn still running. Delete (two steps) removes a session. The list and the open session follow
+ * the live `sessions` and `turns` topics.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { TERMINAL, type Turn } from '../api';
@@ -384,18 +385,28 @@ function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps;
 }
 
 export default function SessionsPage(props: PageProps) {
-  const { api, live } = props;
+  const { api, live, role } = props;
   const [channel, setChannel] = useState('');
   const [status, setStatus] = useState<StatusFilter>('active');
+  // Admins only: an api principal always lists its own sessions.
+  const [principal, setPrincipal] = useState('');
+  const owner = role === 'admin' ? principal.trim() : '';
   const [selected, setSelected] = useState<string>();
   const list = useLoad(
     () =>
       must(
         api.GET('/api/v1/sessions', {
-          params: { query: { limit: 100, status, ...(channel.trim() ? { channel: channel.trim() } : {}) } },
+          params: {
+            query: {
+              limit: 100,
+              status,
+              ...(channel.trim() ? { channel: channel.trim() } : {}),
+              ...(owner ? { principal: owner } : {}),
+            },
+          },
         }),
       ),
-    [api, channel, status],
+    [api, channel, status, owner],
   );
   const reload = useThrottled(list.reload, 400);
   useLive(live, ['sessions'], reload);
@@ -413,6 +424,19 @@ export default function SessionsPage(props: PageProps) {
             onInput={(event) => setChannel(event.currentTarget.value)}
           />
         </div>
+        {role === 'admin' && (
+          <div class="field">
+            <label for="sessions-principal">Principal</label>
+            <input
+              id="sessions-principal"
+              value={principal}
+              placeholder="any"
+              autoComplete="off"
+              spellcheck={false}
+              onInput={(event) => setPrincipal(event.currentTarget.value)}
+            />
+          </div>
+        )}
         <div class="field">
           <label for="sessions-status">Status</label>
           <select
@@ -442,7 +466,11 @@ export default function SessionsPage(props: PageProps) {
                 <td class="session-id">
                   {session.id}
                   <div class="session-meta muted">
-                    {session.channel} · {session.message_count} {session.message_count === 1 ? 'message' : 'messages'}
+                    {session.channel} · {session.message_count} {session.message_count === 1 ? 'message' : 'messages'}{' '}
+                    <span class="badge session-agent" data-field="agent" title="The agent that runs its turns">
+                      <span class="visually-hidden">agent </span>
+                      {session.agent}
+                    </span>
                   </div>
                 </td>
                 <td class="session-active">
