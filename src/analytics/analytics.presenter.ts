@@ -11,7 +11,13 @@ export function usdOf(nanoUsd: number): number {
 }
 
 /** Wire name of each grouping key in a cost breakdown item (DECISIONS §9: the key under its own name). */
-const GROUP_FIELD: Record<UsageGroup, string> = { model: 'model', channel: 'channel', session: 'session', day: 'day' };
+const GROUP_FIELD: Record<UsageGroup, string> = {
+  model: 'model',
+  channel: 'channel',
+  session: 'session',
+  day: 'day',
+  agent: 'agent',
+};
 
 /** One cost breakdown item on the wire: the grouping key under its own name, then tokens and cost. */
 export type CostBreakdownItemView = { [group: string]: string | number } & {
@@ -38,14 +44,14 @@ export interface UsageStatsView {
   skills_used: number;
 }
 
-/** Per-model (or per-channel) figures of the variant response. */
+/** Per-model (per-channel, per-agent) figures of the variant response. */
 export interface UsageGroupView {
   requests: number;
   tokens: number;
   cost_usd: number;
 }
 
-/** The Variant analytics response on the wire; `by_channel` only when grouped by channel. */
+/** The Variant analytics response on the wire; `by_channel` (`by_agent`) only when grouped by channel (agent). */
 export interface VariantAnalyticsView {
   period: string;
   total_messages: number;
@@ -54,6 +60,7 @@ export interface VariantAnalyticsView {
   by_model: Record<string, UsageGroupView>;
   by_tool: Record<string, number>;
   by_channel?: Record<string, UsageGroupView>;
+  by_agent?: Record<string, UsageGroupView>;
 }
 
 /** Presents a cost summary: breakdown most expensive first, `daily_trend` one row per day ascending. */
@@ -96,6 +103,7 @@ export function presentVariant(analytics: VariantAnalytics): VariantAnalyticsVie
     by_tool: Object.fromEntries(analytics.byTool.map((entry) => [entry.tool, entry.count])),
   };
   if (analytics.byChannel) view.by_channel = groupMap(analytics.byChannel);
+  if (analytics.byAgent) view.by_agent = groupMap(analytics.byAgent);
   return view;
 }
 

@@ -1,5 +1,5 @@
-import type { Kysely } from 'kysely';
-import { afterEach, beforeEach, expect, it } from 'vitest';
+import { type Kysely, sql } from 'kysely';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../lib/clock.js';
 import type { Database } from '../store/database.js';
 import { type TestStore, describeBackends } from '../../test/helpers/stores.js';
@@ -12,6 +12,7 @@ import {
   dailyCostNanoUsd,
   firstUsageDay,
   messageCounts,
+  tasksCompletedInScope,
   toolCallCounts,
   usageBreakdown,
 } from './analytics.repo.js';
@@ -344,5 +345,236 @@ describeBackends('analytics repository', (backend) => {
       api: { requests: 2, tokens: 10, cost_usd: 3e-9 },
     });
     expect(presentVariant(await service.variant('week', 'model')).total_cost_usd).toBe(10_302e-9);
+  });
+  describe('by agent and principal (DECISIONS §17, §18)', () => {
+    const ALICE_MAIN = 'gateway:api@alice:a1';
+    const ALICE_SUPPORT = 'gateway:api@alice:s1';
+    const BOB_SUPPORT = 'gateway:api@bob:s2';
+    const DEFAULT_MAIN = 'gateway:api:m1';
+    /** A usage record of no session row (data written without one): counted unscoped only, as agent `unknown`. */
+    const ORPHAN = 'gateway:api:gone';
+
+    let n = 0;
+    const message = async (key: string, role: string, name: string | null = null) =>
+      appendMessage(db, {
+        id: `msg_${String(++n).padStart(4, '0')}`,
+        sessionKey: key,
+        contextEpoch: 0,
+        role,
+        content: 'x',
+        toolCalls: null,
+        toolCallId: role === 'tool' ? `c${n}` : null,
+        name: role === 'tool' ? name : null,
+        eventId: `evt_m${n}`,
+        createdAt: dayAt(0, 100 + n),
+      });
+    /** A task row as the tasks capability writes it (only the columns the count reads, plus the required ones). */
+    const task = async (id: string, status: string, sessionKey: string | null, finishedAt: string | null) =>
+      sql`insert into tasks (id, title, status, priority, source, session_key, created_at, finished_at, updated_at)
+          values (${id}, ${id}, ${status}, 5, 'api', ${sessionKey}, ${dayAt(1)}, ${finishedAt}, ${dayAt(0)})`.execute(
+        db,
+      );
+
+    beforeEach(async () => {
+      n = 0;
+      const session = (key: string, agent: string, principal: string, channel = 'api') =>
+        createSession(db, { key, channel, metadata: {}, now: dayAt(0), agent, principal });
+      await session(DEFAULT_MAIN, 'main', 'default');
+      await session(ALICE_MAIN, 'main', 'alice');
+      await session(ALICE_SUPPORT, 'support', 'alice');
+      await session(BOB_SUPPORT, 'support', 'bob', 'ws'); // the usage records' channel is theirs, not the session's
+      await record(
+        usage(100, dayAt(0, 1), { sessionKey: DEFAULT_MAIN, model: 'gpt-4o' }),
+        usage(20, dayAt(0, 2), { sessionKey: ALICE_MAIN }),
+        usage(3, dayAt(0, 3), { sessionKey: ALICE_SUPPORT }),
+        usage(7, LAST_MS_OF_YESTERDAY, { sessionKey: ALICE_SUPPORT }),
+        usage(4_000, dayAt(0, 4), { sessionKey: BOB_SUPPORT, model: 'gpt-4o' }),
+        usage(600_000, dayAt(10), { sessionKey: BOB_SUPPORT, model: 'gpt-4o' }),
+        usage(50_000, dayAt(0, 5), { sessionKey: ORPHAN, channel: 'webhook' }),
+      );
+      await message(DEFAULT_MAIN, 'user');
+      await message(DEFAULT_MAIN, 'assistant');
+      await message(ALICE_MAIN, 'user');
+      await message(ALICE_MAIN, 'tool', 'lookup');
+      await message(BOB_SUPPORT, 'user');
+      await message(BOB_SUPPORT, 'assistant');
+      await message(BOB_SUPPORT, 'tool', 'lookup');
+      await message(BOB_SUPPORT, 'tool', 'search');
+    });
+
+    const keysAndCosts = (groups: Array<{ key: string; costNanoUsd: number }>) =>
+      groups.map((g) => [g.key, g.costNanoUsd]);
+
+    it('groups usage by the agent of its session; the groups add up to the unscoped totals', async () => {
+      const today = periodWindow('today', NOW);
+      const byAgent = await usageBreakdown(db, today, 'agent');
+      expect(keysAndCosts(byAgent.groups)).toEqual([
+        ['unknown', 50_000],
+        ['support', 4_003],
+        ['main', 120],
+      ]);
+      expect(byAgent.groups.map((g) => g.requests)).toEqual([1, 2, 2]);
+      const byModel = await usageBreakdown(db, today, 'model');
+      expect(byAgent.totals).toEqual(byModel.totals);
+      expect(byAgent.totals).toEqual({ requests: 5, inputTokens: 50, outputTokens: 25, costNanoUsd: 54_123 });
+      expect(presentCostSummary(await service.costSummary('today', 'agent')).breakdown).toEqual([
+        { agent: 'unknown', input_tokens: 10, output_tokens: 5, cost_usd: 50_000e-9 },
+        { agent: 'support', input_tokens: 20, output_tokens: 10, cost_usd: 4_003e-9 },
+        { agent: 'main', input_tokens: 20, output_tokens: 10, cost_usd: 120e-9 },
+      ]);
+    });
+
+    it("a principal's scope counts only its sessions' usage, in every grouping and in the trend", async () => {
+      const today = periodWindow('today', NOW);
+      const alice = { principal: 'alice' };
+      expect(keysAndCosts((await usageBreakdown(db, today, 'agent', alice)).groups)).toEqual([
+        ['main', 20],
+        ['support', 3],
+      ]);
+      expect((await usageBreakdown(db, today, 'model', alice)).totals).toEqual({
+        requests: 2,
+        inputTokens: 20,
+        outputTokens: 10,
+        costNanoUsd: 23,
+      });
+      expect(keysAndCosts((await usageBreakdown(db, today, 'session', alice)).groups)).toEqual([
+        [ALICE_MAIN, 20],
+        [ALICE_SUPPORT, 3],
+      ]);
+      expect(keysAndCosts((await usageBreakdown(db, today, 'channel', { principal: 'bob' })).groups)).toEqual([
+        ['api', 4_000],
+      ]);
+      const nobody = await usageBreakdown(db, today, 'model', { principal: 'nobody' });
+      expect(nobody).toEqual({ groups: [], totals: { requests: 0, inputTokens: 0, outputTokens: 0, costNanoUsd: 0 } });
+
+      const week = periodWindow('week', NOW);
+      expect(Object.fromEntries(await dailyCostNanoUsd(db, week, alice))).toEqual({
+        '2026-11-20': 7,
+        '2026-11-21': 23,
+      });
+      const until = periodWindow('all', NOW).until;
+      expect(await firstUsageDay(db, until)).toBe(dayAt(10).slice(0, 10));
+      expect(await firstUsageDay(db, until, alice)).toBe('2026-11-20');
+      expect(await firstUsageDay(db, until, { principal: 'nobody' })).toBeNull();
+
+      const all = presentCostSummary(await service.costSummary('all', 'agent', alice));
+      expect(all.total_usd).toBe(30e-9);
+      expect(all.breakdown).toEqual([
+        { agent: 'main', input_tokens: 10, output_tokens: 5, cost_usd: 20e-9 },
+        { agent: 'support', input_tokens: 20, output_tokens: 10, cost_usd: 10e-9 },
+      ]);
+      expect(all.daily_trend).toEqual([
+        { date: '2026-11-20', cost_usd: 7e-9 },
+        { date: '2026-11-21', cost_usd: 23e-9 },
+      ]);
+    });
+
+    it('an agent filter, alone or with a principal, keeps only the sessions of that agent', async () => {
+      const today = periodWindow('today', NOW);
+      expect(keysAndCosts((await usageBreakdown(db, today, 'session', { agent: 'support' })).groups)).toEqual([
+        [BOB_SUPPORT, 4_000],
+        [ALICE_SUPPORT, 3],
+      ]);
+      expect(keysAndCosts((await usageBreakdown(db, today, 'agent', { agent: 'support' })).groups)).toEqual([
+        ['support', 4_003],
+      ]);
+      const aliceSupport = { principal: 'alice', agent: 'support' };
+      expect((await usageBreakdown(db, today, 'model', aliceSupport)).totals.costNanoUsd).toBe(3);
+      expect((await usageBreakdown(db, today, 'model', { agent: 'nobody' })).groups).toEqual([]);
+      expect(await messageCounts(db, today, { agent: 'support' })).toEqual({ messages: 2, toolCalls: 2 });
+      expect(await messageCounts(db, today, aliceSupport)).toEqual({ messages: 0, toolCalls: 0 });
+      expect(await activeSessionCount(db, today, { agent: 'support' })).toBe(2);
+      expect(await activeSessionCount(db, today, aliceSupport)).toBe(1);
+    });
+
+    it('messages, tool calls and active sessions of a scope', async () => {
+      const today = periodWindow('today', NOW);
+      expect(await messageCounts(db, today)).toEqual({ messages: 5, toolCalls: 3 });
+      expect(await messageCounts(db, today, { principal: 'alice' })).toEqual({ messages: 1, toolCalls: 1 });
+      expect(await messageCounts(db, today, { principal: 'bob' })).toEqual({ messages: 2, toolCalls: 2 });
+      expect(await toolCallCounts(db, today, { principal: 'alice' })).toEqual([{ tool: 'lookup', count: 1 }]);
+      expect(await toolCallCounts(db, today, { agent: 'support' })).toEqual([
+        { tool: 'lookup', count: 1 },
+        { tool: 'search', count: 1 },
+      ]);
+      expect(await activeSessionCount(db, today)).toBe(4);
+      expect(await activeSessionCount(db, today, { principal: 'alice' })).toBe(2);
+      expect(await activeSessionCount(db, today, { principal: 'nobody' })).toBe(0);
+      await deleteSession(db, ALICE_MAIN, dayAt(0, 500));
+      expect(await activeSessionCount(db, today, { principal: 'alice' })).toBe(1);
+    });
+
+    it('tasks completed through the sessions of a scope; scoped, skills_used is 0 and the injected counts unused', async () => {
+      await task('tsk_alice', 'completed', ALICE_SUPPORT, dayAt(0, 10));
+      await task('tsk_default', 'completed', DEFAULT_MAIN, dayAt(0, 11));
+      await task('tsk_person', 'completed', null, dayAt(0, 12)); // finished by a person: no session
+      await task('tsk_running', 'running', ALICE_MAIN, null);
+      await task('tsk_old', 'completed', ALICE_MAIN, LAST_MS_OF_YESTERDAY);
+      const since = dayAt(0);
+      expect(await tasksCompletedInScope(db, since, { principal: 'alice' })).toBe(1);
+      expect(await tasksCompletedInScope(db, dayAt(1), { principal: 'alice' })).toBe(2);
+      expect(await tasksCompletedInScope(db, since, { agent: 'main' })).toBe(1);
+      expect(await tasksCompletedInScope(db, since, { principal: 'bob' })).toBe(0);
+
+      const extraCalls: string[] = [];
+      const withExtra = createAnalyticsService({
+        store: t.store,
+        clock,
+        extraCounts: async (sinceIso) => {
+          extraCalls.push(sinceIso);
+          return { tasks_completed: 3, skills_used: 2 };
+        },
+      });
+      expect(presentUsageStats(await withExtra.usageStats('today', { principal: 'alice' }))).toEqual({
+        period: 'today',
+        sessions: 2,
+        messages: 1,
+        tool_calls: 1,
+        tasks_completed: 1,
+        skills_used: 0,
+      });
+      expect(extraCalls).toEqual([]);
+      expect(presentUsageStats(await withExtra.usageStats('today', {}))).toMatchObject({
+        sessions: 4,
+        messages: 5,
+        tasks_completed: 3,
+        skills_used: 2,
+      });
+      expect(extraCalls).toEqual([since]);
+    });
+
+    it('variant: by_agent with group_by=agent, every figure of the scope', async () => {
+      const all = presentVariant(await service.variant('today', 'agent'));
+      expect(all.by_agent).toEqual({
+        unknown: { requests: 1, tokens: 15, cost_usd: 50_000e-9 },
+        support: { requests: 2, tokens: 30, cost_usd: 4_003e-9 },
+        main: { requests: 2, tokens: 30, cost_usd: 120e-9 },
+      });
+      expect(all).not.toHaveProperty('by_channel');
+      expect(presentVariant(await service.variant('today', 'channel'))).not.toHaveProperty('by_agent');
+      expect(presentVariant(await service.variant('today', 'agent', { principal: 'alice' }))).toEqual({
+        period: 'today',
+        total_messages: 1,
+        total_tokens: 30,
+        total_cost_usd: 23e-9,
+        by_model: { 'gpt-4o-mini': { requests: 2, tokens: 30, cost_usd: 23e-9 } },
+        by_tool: { lookup: 1 },
+        by_agent: {
+          main: { requests: 1, tokens: 15, cost_usd: 20e-9 },
+          support: { requests: 1, tokens: 15, cost_usd: 3e-9 },
+        },
+      });
+      expect(presentVariant(await service.variant('today', 'model', { agent: 'support' }))).toEqual({
+        period: 'today',
+        total_messages: 2,
+        total_tokens: 30,
+        total_cost_usd: 4_003e-9,
+        by_model: {
+          'gpt-4o': { requests: 1, tokens: 15, cost_usd: 4_000e-9 },
+          'gpt-4o-mini': { requests: 1, tokens: 15, cost_usd: 3e-9 },
+        },
+        by_tool: { lookup: 1, search: 1 },
+      });
+    });
   });
 });

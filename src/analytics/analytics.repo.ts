@@ -30,21 +30,73 @@ function countRows(): RawBuilder<number> {
   return sql<number>`cast(count(*) as bigint)`;
 }
 
-/** Restricts `created_at` of the query's table to `[since, until)`. */
-function inRange<T extends 'usage_records' | 'messages', O>(
-  query: SelectQueryBuilder<Database, T, O>,
-  range: TimeRange,
-): SelectQueryBuilder<Database, T, O> {
-  const bounded = query.where(sql.ref<string>('created_at'), '<', range.until);
-  return range.since === null ? bounded : bounded.where(sql.ref<string>('created_at'), '>=', range.since);
+/**
+ * Whose figures count (DECISIONS §17, §18): the sessions of one principal,
+ * of one agent, or both. Empty: every session, and rows of no session too.
+ * Every per-session figure below (usage, messages, tool calls, sessions)
+ * honours it through `sessions.key = <table>.session_key`.
+ */
+export interface SessionScope {
+  /** Only sessions owned by this principal (`sessions.principal`). */
+  principal?: string;
+  /** Only sessions run by this agent (`sessions.agent`). */
+  agent?: string;
 }
 
-/** What usage can be grouped by: the cost breakdown's `group_by` (and the variant's `by_model`/`by_channel`). */
-export type UsageGroup = 'model' | 'channel' | 'session' | 'day';
+/** True when `scope` restricts anything. */
+export function isScoped(scope: SessionScope): boolean {
+  return scope.principal !== undefined || scope.agent !== undefined;
+}
+
+/** The condition on the joined `sessions` row that `scope` asks for; null when it asks for none. */
+function sessionCondition(scope: SessionScope): RawBuilder<boolean> | null {
+  const parts: Array<RawBuilder<boolean>> = [];
+  if (scope.principal !== undefined) parts.push(sql<boolean>`${sql.ref('sessions.principal')} = ${scope.principal}`);
+  if (scope.agent !== undefined) parts.push(sql<boolean>`${sql.ref('sessions.agent')} = ${scope.agent}`);
+  return parts.length === 0 ? null : sql<boolean>`(${sql.join(parts, sql` and `)})`;
+}
+
+/** Restricts `column` (an ISO timestamp) to `[since, until)` and the joined session to `scope`. */
+function within<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  column: string,
+  range: TimeRange,
+  scope: SessionScope,
+): SelectQueryBuilder<DB, TB, O> {
+  let filtered = query.where(sql<boolean>`${sql.ref(column)} < ${range.until}`);
+  if (range.since !== null) filtered = filtered.where(sql<boolean>`${sql.ref(column)} >= ${range.since}`);
+  const condition = sessionCondition(scope);
+  return condition === null ? filtered : filtered.where(condition);
+}
+
+/*
+ * Usage records and messages are read joined to their session: a `left join`
+ * on the session's primary key, so each row meets at most one session and
+ * sums are unchanged (both planners may drop the join when nothing of
+ * `sessions` is used). The tables share column names (`created_at`,
+ * `channel`), so every column is qualified. A scope's condition on
+ * `sessions` leaves out rows without a session. Plain joins and `=`
+ * conditions on bound text values: portable as they stand.
+ */
+
+/** Usage records of `range` and `scope`, each with its session's columns. */
+function usageRows(ex: Executor, range: TimeRange, scope: SessionScope) {
+  const joined = ex.selectFrom('usage_records').leftJoin('sessions', 'sessions.key', 'usage_records.session_key');
+  return within(joined, 'usage_records.created_at', range, scope);
+}
+
+/** Messages of `range` and `scope`, each with its session's columns. */
+function messageRows(ex: Executor, range: TimeRange, scope: SessionScope) {
+  const joined = ex.selectFrom('messages').leftJoin('sessions', 'sessions.key', 'messages.session_key');
+  return within(joined, 'messages.created_at', range, scope);
+}
+
+/** What usage can be grouped by: the cost breakdown's `group_by` (and the variant's `by_model`/`by_channel`/`by_agent`). */
+export type UsageGroup = 'model' | 'channel' | 'session' | 'day' | 'agent';
 
 /** One group of usage records; token and cost sums are exact integers. */
 export interface UsageGroupRow {
-  /** The model, channel, session key or day (`YYYY-MM-DD`). */
+  /** The model, channel, session key, day (`YYYY-MM-DD`) or agent. */
   key: string;
   /** Model calls (usage records) in the group. */
   requests: number;
@@ -64,31 +116,49 @@ export interface UsageBreakdown {
   totals: UsageTotals;
 }
 
+/**
+ * The grouping expressions, over `usageRows`. `channel` is the usage
+ * record's (the channel the model call was made for), not the session's. A
+ * usage record whose session has no row (none is ever removed, so only data
+ * written without one) counts under the agent `unknown`, so the groups still
+ * add up to the totals. The literal is written into the SQL text, not bound:
+ * PostgreSQL matches the select list to the `group by` expression by text.
+ */
 const GROUP_KEY: Record<UsageGroup, () => RawBuilder<string>> = {
-  model: () => sql<string>`${sql.ref('model')}`,
-  channel: () => sql<string>`${sql.ref('channel')}`,
-  session: () => sql<string>`${sql.ref('session_key')}`,
-  day: () => dayOf('created_at'),
+  model: () => sql<string>`${sql.ref('usage_records.model')}`,
+  channel: () => sql<string>`${sql.ref('usage_records.channel')}`,
+  session: () => sql<string>`${sql.ref('usage_records.session_key')}`,
+  day: () => dayOf('usage_records.created_at'),
+  agent: () => sql<string>`coalesce(${sql.ref('sessions.agent')}, 'unknown')`,
 };
 
 /**
- * Usage records of `range` grouped by `group`, summed in the database. The
- * grand totals come from the same statement (window sums over the groups),
- * so they always equal the sum of the groups even while turns are writing.
+ * Usage records of `range` and `scope` grouped by `group`, summed in the
+ * database. The grand totals come from the same statement (window sums over
+ * the groups), so they always equal the sum of the groups even while turns
+ * are writing.
  */
-export async function usageBreakdown(ex: Executor, range: TimeRange, group: UsageGroup): Promise<UsageBreakdown> {
+export async function usageBreakdown(
+  ex: Executor,
+  range: TimeRange,
+  group: UsageGroup,
+  scope: SessionScope = {},
+): Promise<UsageBreakdown> {
   const key = GROUP_KEY[group]();
-  const rows = await inRange(ex.selectFrom('usage_records'), range)
+  const input = sql.ref('usage_records.input_tokens');
+  const output = sql.ref('usage_records.output_tokens');
+  const cost = sql.ref('usage_records.cost_nano_usd');
+  const rows = await usageRows(ex, range, scope)
     .select([
       key.as('key'),
       countRows().as('requests'),
-      sumInt(sql.ref('input_tokens')).as('input_tokens'),
-      sumInt(sql.ref('output_tokens')).as('output_tokens'),
-      sumInt(sql.ref('cost_nano_usd')).as('cost_nano_usd'),
+      sumInt(input).as('input_tokens'),
+      sumInt(output).as('output_tokens'),
+      sumInt(cost).as('cost_nano_usd'),
       sql<number>`cast(sum(count(*)) over () as bigint)`.as('total_requests'),
-      sql<number>`cast(sum(sum(input_tokens)) over () as bigint)`.as('total_input_tokens'),
-      sql<number>`cast(sum(sum(output_tokens)) over () as bigint)`.as('total_output_tokens'),
-      sql<number>`cast(sum(sum(cost_nano_usd)) over () as bigint)`.as('total_cost_nano_usd'),
+      sql<number>`cast(sum(sum(${input})) over () as bigint)`.as('total_input_tokens'),
+      sql<number>`cast(sum(sum(${output})) over () as bigint)`.as('total_output_tokens'),
+      sql<number>`cast(sum(sum(${cost})) over () as bigint)`.as('total_cost_nano_usd'),
     ])
     .groupBy(key)
     .execute();
@@ -113,22 +183,24 @@ export async function usageBreakdown(ex: Executor, range: TimeRange, group: Usag
   return { groups, totals };
 }
 
-/** Cost in nano-USD per UTC day (`YYYY-MM-DD`) of `range`; days without usage are absent (the caller zero-fills). */
-export async function dailyCostNanoUsd(ex: Executor, range: TimeRange): Promise<Map<string, number>> {
-  const day = dayOf('created_at');
-  const rows = await inRange(ex.selectFrom('usage_records'), range)
-    .select([day.as('day'), sumInt(sql.ref('cost_nano_usd')).as('cost_nano_usd')])
+/** Cost in nano-USD per UTC day (`YYYY-MM-DD`) of `range` and `scope`; days without usage are absent (the caller zero-fills). */
+export async function dailyCostNanoUsd(
+  ex: Executor,
+  range: TimeRange,
+  scope: SessionScope = {},
+): Promise<Map<string, number>> {
+  const day = dayOf('usage_records.created_at');
+  const rows = await usageRows(ex, range, scope)
+    .select([day.as('day'), sumInt(sql.ref('usage_records.cost_nano_usd')).as('cost_nano_usd')])
     .groupBy(day)
     .execute();
   return new Map(rows.map((row) => [row.day, Number(row.cost_nano_usd)]));
 }
 
-/** The UTC day (`YYYY-MM-DD`) of the earliest usage record before `until`, or null when there is none. */
-export async function firstUsageDay(ex: Executor, until: string): Promise<string | null> {
-  const row = await ex
-    .selectFrom('usage_records')
-    .select((eb) => eb.fn.min('created_at').as('first'))
-    .where('created_at', '<', until)
+/** The UTC day (`YYYY-MM-DD`) of the earliest usage record of `scope` before `until`, or null when there is none. */
+export async function firstUsageDay(ex: Executor, until: string, scope: SessionScope = {}): Promise<string | null> {
+  const row = await usageRows(ex, { since: null, until }, scope)
+    .select(sql<string | null>`min(${sql.ref('usage_records.created_at')})`.as('first'))
     .executeTakeFirst();
   const first = row?.first;
   return typeof first === 'string' ? first.slice(0, 10) : null;
@@ -143,24 +215,30 @@ export interface MessageCounts {
 }
 
 /**
- * Messages created in `range`: user + assistant, and tool results. Messages
- * of deleted sessions are gone (deletion removes them) and are not counted.
+ * Messages created in `range` in sessions of `scope`: user + assistant, and
+ * tool results. Messages of deleted sessions are gone (deletion removes
+ * them) and are not counted.
  */
-export async function messageCounts(ex: Executor, range: TimeRange): Promise<MessageCounts> {
-  const row = await inRange(ex.selectFrom('messages'), range)
+export async function messageCounts(ex: Executor, range: TimeRange, scope: SessionScope = {}): Promise<MessageCounts> {
+  const role = sql.ref('messages.role');
+  const row = await messageRows(ex, range, scope)
     .select([
-      sql<number>`cast(count(case when role in ('user', 'assistant') then 1 end) as bigint)`.as('messages'),
-      sql<number>`cast(count(case when role = 'tool' then 1 end) as bigint)`.as('tool_calls'),
+      sql<number>`cast(count(case when ${role} in ('user', 'assistant') then 1 end) as bigint)`.as('messages'),
+      sql<number>`cast(count(case when ${role} = 'tool' then 1 end) as bigint)`.as('tool_calls'),
     ])
     .executeTakeFirstOrThrow();
   return { messages: Number(row.messages), toolCalls: Number(row.tool_calls) };
 }
 
-/** Tool results of `range` counted per tool name, most used first (equal counts by name). */
-export async function toolCallCounts(ex: Executor, range: TimeRange): Promise<Array<{ tool: string; count: number }>> {
-  const tool = sql<string>`coalesce(${sql.ref('name')}, 'unknown')`;
-  const rows = await inRange(ex.selectFrom('messages'), range)
-    .where('role', '=', 'tool')
+/** Tool results of `range` in sessions of `scope` counted per tool name, most used first (equal counts by name). */
+export async function toolCallCounts(
+  ex: Executor,
+  range: TimeRange,
+  scope: SessionScope = {},
+): Promise<Array<{ tool: string; count: number }>> {
+  const tool = sql<string>`coalesce(${sql.ref('messages.name')}, 'unknown')`;
+  const rows = await messageRows(ex, range, scope)
+    .where(sql<boolean>`${sql.ref('messages.role')} = 'tool'`)
     .select([tool.as('tool'), countRows().as('count')])
     .groupBy(tool)
     .execute();
@@ -170,20 +248,46 @@ export async function toolCallCounts(ex: Executor, range: TimeRange): Promise<Ar
 }
 
 /**
- * Live (not deleted) sessions active in `range`: created or last active in
- * it. `last_active` only moves forward, so a session with any activity in
- * the range up to now has `last_active` in it.
+ * Live (not deleted) sessions of `scope` active in `range`: created or last
+ * active in it. `last_active` only moves forward, so a session with any
+ * activity in the range up to now has `last_active` in it.
  */
-export async function activeSessionCount(ex: Executor, range: TimeRange): Promise<number> {
-  const within = (column: 'created_at' | 'last_active') =>
+export async function activeSessionCount(ex: Executor, range: TimeRange, scope: SessionScope = {}): Promise<number> {
+  const inRange = (column: 'sessions.created_at' | 'sessions.last_active') =>
     range.since === null
       ? sql<boolean>`${sql.ref(column)} < ${range.until}`
       : sql<boolean>`(${sql.ref(column)} >= ${range.since} and ${sql.ref(column)} < ${range.until})`;
-  const row = await ex
+  const condition = sessionCondition(scope);
+  let query = ex
     .selectFrom('sessions')
     .select(countRows().as('n'))
     .where('deleted_at', 'is', null)
-    .where(sql<boolean>`(${within('last_active')} or ${within('created_at')})`)
-    .executeTakeFirstOrThrow();
+    .where(sql<boolean>`(${inRange('sessions.last_active')} or ${inRange('sessions.created_at')})`);
+  if (condition !== null) query = query.where(condition);
+  const row = await query.executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * Tasks completed since `sinceIso` whose turn ran in a session of `scope`
+ * (`sessions.key = tasks.session_key`; the runner's `gateway:task:<id>`
+ * session, owned by the task's principal and run by the agent its binding
+ * picks). Only for a scoped answer: tasks have no agent of their own, and a
+ * task finished by a person (never run, no session) is reachable through no
+ * session, so it is not counted here, while the unscoped figure (the tasks
+ * capability's own counter) counts every completed task. Reads the tasks
+ * capability's table (migration 008_tasks) as the analytics read the
+ * sessions': read-only, one aggregate.
+ */
+export async function tasksCompletedInScope(ex: Executor, sinceIso: string, scope: SessionScope): Promise<number> {
+  const condition = sessionCondition(scope);
+  let query = ex
+    .selectFrom('tasks')
+    .innerJoin('sessions', 'sessions.key', 'tasks.session_key')
+    .select(countRows().as('n'))
+    .where('tasks.status', '=', 'completed')
+    .where('tasks.finished_at', '>=', sinceIso);
+  if (condition !== null) query = query.where(condition);
+  const row = await query.executeTakeFirstOrThrow();
   return Number(row.n);
 }

@@ -1,29 +1,65 @@
 import { z } from 'zod';
-import { defineRoute, type RouteDef } from '../http/route.js';
+import { defineRoute, type Principal, type RouteDef } from '../http/route.js';
 import { q } from '../http/validation.js';
+import { isolatedPrincipal } from '../sessions/index.js';
 import { COST_PERIODS, DEFAULT_PERIOD, STAT_PERIODS } from './analytics.periods.js';
 import { presentCostSummary, presentUsageStats, presentVariant } from './analytics.presenter.js';
 import { costSummarySchema, usageStatsSchema, variantAnalyticsSchema } from './analytics.schema.js';
+import type { SessionScope } from './analytics.repo.js';
 import { type AnalyticsServiceDeps, createAnalyticsService } from './analytics.service.js';
 
-/** `group_by` of GET /analytics/cost (spec: model, channel, session, day). */
-const COST_GROUPS = ['model', 'channel', 'session', 'day'] as const;
-/** `group_by` of the variant GET /analytics (spec: model, tool, channel). */
-const VARIANT_GROUPS = ['model', 'tool', 'channel'] as const;
+/** `group_by` of GET /analytics/cost (spec: model, channel, session, day; DECISIONS §17: agent). */
+const COST_GROUPS = ['model', 'channel', 'session', 'day', 'agent'] as const;
+/** `group_by` of the variant GET /analytics (spec: model, tool, channel; DECISIONS §17: agent). */
+const VARIANT_GROUPS = ['model', 'tool', 'channel', 'agent'] as const;
 
-const costQuery = z.object({ period: q.oneOf(COST_PERIODS, DEFAULT_PERIOD), group_by: q.oneOf(COST_GROUPS, 'model') });
-const usageQuery = z.object({ period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD) });
+/** The filters all three routes take (DECISIONS §17, §18). */
+const scopeQuery = {
+  agent: z.string().min(1).max(64).optional().describe('Only the sessions of this agent (DECISIONS §17)'),
+  principal: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("Only this principal's sessions; a configured api principal always sees only its own (DECISIONS §18)"),
+};
+
+const costQuery = z.object({
+  period: q.oneOf(COST_PERIODS, DEFAULT_PERIOD),
+  group_by: q.oneOf(COST_GROUPS, 'model'),
+  ...scopeQuery,
+});
+const usageQuery = z.object({ period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD), ...scopeQuery });
 const variantQuery = z.object({
   period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD),
   group_by: q.oneOf(VARIANT_GROUPS, 'model'),
+  ...scopeQuery,
 });
+
+/**
+ * Whose figures a caller gets (DECISIONS §18): a configured api principal
+ * only its own sessions', whatever it asks (`?principal=` cannot widen it);
+ * an admin, the default principal and a gateway without tokens every
+ * session's, or one principal's with `?principal=` (narrowing shows them
+ * nothing they could not see already). `?agent=` narrows either (§17).
+ */
+function scopeOf(
+  principal: Principal,
+  query: { agent?: string | undefined; principal?: string | undefined },
+): SessionScope {
+  const owner = isolatedPrincipal(principal) ?? query.principal;
+  return {
+    ...(owner !== undefined ? { principal: owner } : {}),
+    ...(query.agent !== undefined ? { agent: query.agent } : {}),
+  };
+}
 
 /**
  * Analytics API (spec: Analytics endpoints; DECISIONS §9): GET
  * /analytics/cost, /analytics/usage and the variant /analytics. Permission
  * `api`, rate group `analytics` (DECISIONS §4). `period` defaults to `today`
- * on all three; `group_by` to `model`. Every figure is an aggregate computed by
- * the database; a store failure answers 503.
+ * on all three; `group_by` to `model`; `agent` and `principal` filter (see
+ * `scopeOf`). Every figure is an aggregate computed by the database; a store
+ * failure answers 503.
  */
 export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
   const service = createAnalyticsService(deps);
@@ -33,11 +69,12 @@ export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
       path: '/analytics/cost',
       permission: 'api',
       rateGroup: 'analytics',
-      summary: 'Cost summary: total, breakdown by model, channel, session or day, and the daily trend',
+      summary: 'Cost summary: total, breakdown by model, channel, session, day or agent, and the daily trend',
       tags: ['analytics'],
       query: costQuery,
       responses: [{ status: 200, description: 'The cost summary', schema: costSummarySchema }],
-      handler: async (_ctx, { query }) => presentCostSummary(await service.costSummary(query.period, query.group_by)),
+      handler: async (ctx, { query }) =>
+        presentCostSummary(await service.costSummary(query.period, query.group_by, scopeOf(ctx.principal, query))),
     }),
     defineRoute({
       method: 'GET',
@@ -48,20 +85,26 @@ export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
       tags: ['analytics'],
       query: usageQuery,
       responses: [{ status: 200, description: 'The usage statistics', schema: usageStatsSchema }],
-      handler: async (_ctx, { query }) => presentUsageStats(await service.usageStats(query.period)),
+      handler: async (ctx, { query }) =>
+        presentUsageStats(await service.usageStats(query.period, scopeOf(ctx.principal, query))),
     }),
     defineRoute({
       method: 'GET',
       path: '/analytics',
       permission: 'api',
       rateGroup: 'analytics',
-      summary: 'Variant analytics: totals, per model, per tool (and per channel)',
+      summary: 'Variant analytics: totals, per model, per tool (and per channel or agent)',
       tags: ['analytics'],
       query: variantQuery,
       responses: [
-        { status: 200, description: 'Totals, per model, per tool (per channel)', schema: variantAnalyticsSchema },
+        {
+          status: 200,
+          description: 'Totals, per model, per tool (per channel or agent)',
+          schema: variantAnalyticsSchema,
+        },
       ],
-      handler: async (_ctx, { query }) => presentVariant(await service.variant(query.period, query.group_by)),
+      handler: async (ctx, { query }) =>
+        presentVariant(await service.variant(query.period, query.group_by, scopeOf(ctx.principal, query))),
     }),
   ];
 }

@@ -15,6 +15,7 @@ const costBreakdownItem = z.object({
   model: z.string().optional(),
   channel: z.string().optional(),
   session: z.string().optional(),
+  agent: z.string().optional(),
   day: z.string().optional().meta({ description: 'YYYY-MM-DD (UTC)' }),
   input_tokens: tokens,
   output_tokens: tokens,
@@ -47,7 +48,7 @@ export const usageStatsSchema = z
 
 const usageGroup = z.object({ requests: tokens, tokens, cost_usd: usd });
 
-/** The variant GET /analytics; `by_channel` only with `group_by=channel`. */
+/** The variant GET /analytics; `by_channel` only with `group_by=channel`, `by_agent` only with `group_by=agent`. */
 export const variantAnalyticsSchema = z
   .object({
     period,
@@ -57,5 +58,6 @@ export const variantAnalyticsSchema = z
     by_model: z.record(z.string(), usageGroup),
     by_tool: z.record(z.string(), tokens).meta({ description: 'Calls per tool' }),
     by_channel: z.record(z.string(), usageGroup).optional(),
+    by_agent: z.record(z.string(), usageGroup).optional(),
   })
   .meta({ id: 'VariantAnalytics' });

@@ -9,12 +9,15 @@ import {
   trendDays,
 } from './analytics.periods.js';
 import {
+  type SessionScope,
   type UsageBreakdown,
   type UsageGroup,
   activeSessionCount,
   dailyCostNanoUsd,
   firstUsageDay,
+  isScoped,
   messageCounts,
+  tasksCompletedInScope,
   toolCallCounts,
   usageBreakdown,
 } from './analytics.repo.js';
@@ -54,8 +57,8 @@ export interface UsageStats {
   skillsUsed: number;
 }
 
-/** What the variant GET /analytics groups by (spec: model, tool, channel). */
-export type VariantGroup = 'model' | 'tool' | 'channel';
+/** What the variant GET /analytics groups by (spec: model, tool, channel; DECISIONS §17: agent). */
+export type VariantGroup = 'model' | 'tool' | 'channel' | 'agent';
 
 /** The variant analytics of a period, before presentation. */
 export interface VariantAnalytics {
@@ -65,31 +68,47 @@ export interface VariantAnalytics {
   byTool: Array<{ tool: string; count: number }>;
   /** Present when grouped by channel. */
   byChannel: UsageBreakdown | null;
+  /** Present when grouped by agent. */
+  byAgent: UsageBreakdown | null;
 }
 
-/** Read-only analytics over usage, messages and sessions; every figure is an aggregate computed by the database. */
+/**
+ * Read-only analytics over usage, messages and sessions; every figure is an
+ * aggregate computed by the database. `scope` (default: none) restricts every
+ * figure to the sessions of one principal and/or one agent (DECISIONS §17,
+ * §18); see `usageStats` for the figures that are not per session.
+ */
 export interface AnalyticsService {
   /** Cost of `period` grouped by `groupBy`, with the daily trend. */
-  costSummary(period: CostPeriod, groupBy: UsageGroup): Promise<CostSummary>;
-  /** Sessions, messages and tool calls of `period` (plus tasks and skills from `extraCounts`). */
-  usageStats(period: StatPeriod): Promise<UsageStats>;
-  /** The variant response: totals, per model, per tool, and per channel when `groupBy` is `channel`. */
-  variant(period: StatPeriod, groupBy: VariantGroup): Promise<VariantAnalytics>;
+  costSummary(period: CostPeriod, groupBy: UsageGroup, scope?: SessionScope): Promise<CostSummary>;
+  /**
+   * Sessions, messages and tool calls of `period` (plus tasks and skills from
+   * `extraCounts`). Scoped, the two figures that are not per session are
+   * counted through sessions or not at all: `tasks_completed` counts the
+   * completed tasks whose turn ran in a session of the scope
+   * (`tasksCompletedInScope`), and `skills_used` is 0, since a skill's use
+   * is recorded on the skill alone (`last_used`), reachable through no
+   * session: an unscoped count would show another principal's activity.
+   */
+  usageStats(period: StatPeriod, scope?: SessionScope): Promise<UsageStats>;
+  /** The variant response: totals, per model, per tool, and per channel (agent) when `groupBy` is `channel` (`agent`). */
+  variant(period: StatPeriod, groupBy: VariantGroup, scope?: SessionScope): Promise<VariantAnalytics>;
 }
 
 /** Builds the analytics service. Store failures reject with the store's errors (the HTTP layer maps them to 503). */
 export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsService {
   return {
-    async costSummary(period, groupBy) {
+    async costSummary(period, groupBy, scope = {}) {
       const db = deps.store.db;
       const window = periodWindow(period, deps.clock.now());
       const [breakdown, daily, firstDay] = await Promise.all([
-        usageBreakdown(db, window, groupBy),
+        usageBreakdown(db, window, groupBy, scope),
         dailyCostNanoUsd(
           db,
           window.since === null ? { since: dayStartIso(earliestTrendDay(window.today)), until: window.until } : window,
+          scope,
         ),
-        window.firstDay ?? firstUsageDay(db, window.until),
+        window.firstDay ?? firstUsageDay(db, window.until, scope),
       ]);
       const dailyTrend = trendDays(firstDay ?? window.today, window.today).map((day) => ({
         day,
@@ -98,15 +117,20 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsSer
       return { period, groupBy, breakdown, dailyTrend };
     },
 
-    async usageStats(period) {
+    async usageStats(period, scope = {}) {
       const db = deps.store.db;
       const window = periodWindow(period, deps.clock.now());
       const since = window.since ?? '1970-01-01T00:00:00.000Z';
       const [sessions, counts, extra] = await Promise.all([
-        activeSessionCount(db, window),
-        messageCounts(db, window),
-        // Tasks and skills are other capabilities' tables: until one injects its counter they are 0.
-        deps.extraCounts ? deps.extraCounts(since) : Promise.resolve({ tasks_completed: 0, skills_used: 0 }),
+        activeSessionCount(db, window, scope),
+        messageCounts(db, window, scope),
+        isScoped(scope)
+          ? // Scoped: only what is reachable through the scope's sessions (see `usageStats` above).
+            tasksCompletedInScope(db, since, scope).then((tasks) => ({ tasks_completed: tasks, skills_used: 0 }))
+          : // Tasks and skills are other capabilities' tables: until one injects its counter they are 0.
+            deps.extraCounts
+            ? deps.extraCounts(since)
+            : Promise.resolve({ tasks_completed: 0, skills_used: 0 }),
       ]);
       return {
         period,
@@ -118,16 +142,17 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsSer
       };
     },
 
-    async variant(period, groupBy) {
+    async variant(period, groupBy, scope = {}) {
       const db = deps.store.db;
       const window = periodWindow(period, deps.clock.now());
-      const [byModel, byTool, counts, byChannel] = await Promise.all([
-        usageBreakdown(db, window, 'model'),
-        toolCallCounts(db, window),
-        messageCounts(db, window),
-        groupBy === 'channel' ? usageBreakdown(db, window, 'channel') : Promise.resolve(null),
+      const [byModel, byTool, counts, byChannel, byAgent] = await Promise.all([
+        usageBreakdown(db, window, 'model', scope),
+        toolCallCounts(db, window, scope),
+        messageCounts(db, window, scope),
+        groupBy === 'channel' ? usageBreakdown(db, window, 'channel', scope) : Promise.resolve(null),
+        groupBy === 'agent' ? usageBreakdown(db, window, 'agent', scope) : Promise.resolve(null),
       ]);
-      return { period, totalMessages: counts.messages, byModel, byTool, byChannel };
+      return { period, totalMessages: counts.messages, byModel, byTool, byChannel, byAgent };
     },
   };
 }

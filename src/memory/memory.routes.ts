@@ -14,7 +14,7 @@ import {
   memoryTag,
   memoryTags,
 } from './memory.schema.js';
-import { principalKeyPart } from '../sessions/index.js';
+import { isolatedPrincipal } from '../sessions/index.js';
 import { MemoryKeyTakenError, type MemoryService } from './memory.service.js';
 
 const entryParams = z.object({ id: z.string().min(1).max(500) });
@@ -35,7 +35,8 @@ export interface MemoryRoutesDeps {
  * owner of a single-owner gateway, and admins every entry (undefined).
  */
 function readableBy(principal: Principal): string | undefined {
-  return principal.role === 'api' && principalKeyPart(principal) !== '' ? `principal:${principal.id}` : undefined;
+  const own = isolatedPrincipal(principal);
+  return own === null ? undefined : `principal:${own}`;
 }
 
 export function memoryRoutes(deps: MemoryRoutesDeps): RouteDef[] {

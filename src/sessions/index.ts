@@ -20,6 +20,6 @@ export {
   type SessionOrigin,
   type SessionRecord,
 } from './sessions.repo.js';
-export { ownerScope, ownsSession, principalKeyPart } from './session-owner.js';
+export { isolatedPrincipal, ownerScope, ownsSession, principalKeyPart } from './session-owner.js';
 export { sessionsModule } from './sessions.module.js';
 export type { SessionOriginPolicy } from './sessions.routes.js';

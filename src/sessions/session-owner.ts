@@ -25,6 +25,16 @@ export function principalKeyPart(principal: Pick<Principal, 'id'> | null): strin
   return `@${principal.id}`;
 }
 
+/**
+ * The configured api principal whose view is its own (DECISIONS §18): its
+ * id, or null for everyone who sees the whole gateway (admins, the built-in
+ * principals, platform channels). Memory, tasks, analytics and the live feed
+ * narrow to it.
+ */
+export function isolatedPrincipal(principal: Pick<Principal, 'id' | 'role'>): string | null {
+  return principal.role === 'api' && principalKeyPart(principal) !== '' ? principal.id : null;
+}
+
 /** True when a caller of `scope` (`ownerScope`) may see a session owned by `owner`. */
 export function ownsSession(scope: string | null, owner: string): boolean {
   return scope === null || scope === owner;

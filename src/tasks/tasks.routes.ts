@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { created, defineRoute, type Principal, type RouteDef } from '../http/route.js';
-import { principalKeyPart } from '../sessions/index.js';
+import { isolatedPrincipal } from '../sessions/index.js';
 import { presentTask } from './tasks.presenter.js';
 import { createTaskBody, listTasksQuery, patchTaskBody, taskEnvelopeSchema, taskListSchema } from './tasks.schema.js';
 import type { TaskService } from './tasks.service.js';
@@ -16,7 +16,7 @@ export interface TaskRoutesDeps {
  * gateway, anonymous callers and admins every task (undefined).
  */
 function readableBy(principal: Principal): string | undefined {
-  return principal.role === 'api' && principalKeyPart(principal) !== '' ? principal.id : undefined;
+  return isolatedPrincipal(principal) ?? undefined;
 }
 
 /**

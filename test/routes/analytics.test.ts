@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FakeUsage } from '../helpers/fake-openai.js';
-import { apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
 import { msg, recordingTool } from './builders.js';
 
 /** The test's "now": 2026-11-21 10:00 UTC; the gateway and the analytics share this clock. */
@@ -37,6 +37,7 @@ interface VariantAnalytics {
   by_model: Record<string, GroupFigures>;
   by_tool: Record<string, number>;
   by_channel?: Record<string, GroupFigures>;
+  by_agent?: Record<string, GroupFigures>;
 }
 interface WaitedMessage {
   status: string;
@@ -322,5 +323,146 @@ describe('analytics API', () => {
       a.clock.advance(60_000);
       expect((await get(a, '/api/v1/analytics')).statusCode).toBe(200);
     });
+  });
+});
+
+describe('analytics by agent and principal (DECISIONS §17, §18)', () => {
+  const ALICE = { 'x-api-token': 'alice-token-0123456789abcdef' };
+  const rig = useHarness({
+    fake: true,
+    clock: NOW,
+    config: {
+      agents: { main: {}, support: {} },
+      gateway: { auth: { principals: [{ id: 'alice', tokens: [ALICE['x-api-token']] }] } },
+    },
+  });
+
+  /** One turn through POST /message (wait) as `headers`, run by `agent` in chat `chat`. */
+  const turn = async (headers: Record<string, string>, agent: string, chat: string, answer: FakeUsage) => {
+    rig.fake.enqueue({ content: `${agent} answers`, usage: answer });
+    const res = await rig.message(
+      { platform: 'api', user_id: 'u', chat_id: chat, text: `hello ${agent}`, agent, wait: true },
+      headers,
+    );
+    expect(res.statusCode, res.body).toBe(200);
+    expect(res.json<WaitedMessage>().status).toBe('completed');
+  };
+  const json = async <T>(url: string, headers: Record<string, string>): Promise<T> => {
+    const res = await rig.inject({ method: 'GET', url, headers });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json<T>();
+  };
+
+  /**
+   * The default principal: main 150 µ$ (c1), support 600 µ$ (c2);
+   * alice: support 15 µ$ (a1), main 6 µ$ (a2). Two messages per turn.
+   */
+  const seed = async () => {
+    await turn(apiHeaders, 'main', 'c1', usage(1000, 0));
+    await turn(apiHeaders, 'support', 'c2', usage(0, 1000));
+    await turn(ALICE, 'support', 'a1', usage(100, 0));
+    await turn(ALICE, 'main', 'a2', usage(0, 10));
+  };
+
+  it('cost: group_by=agent and ?agent= for everyone; a configured principal sees only its own sessions', async () => {
+    await seed();
+    for (const headers of [apiHeaders, adminHeaders]) {
+      const byAgent = await json<CostSummary>('/api/v1/analytics/cost?group_by=agent', headers);
+      expect(byAgent.breakdown).toEqual([
+        { agent: 'support', input_tokens: 100, output_tokens: 1000, cost_usd: 615_000e-9 },
+        { agent: 'main', input_tokens: 1000, output_tokens: 10, cost_usd: 156_000e-9 },
+      ]);
+      expect(byAgent.total_usd).toBe(771_000e-9);
+    }
+    const support = await json<CostSummary>('/api/v1/analytics/cost?group_by=session&agent=support', apiHeaders);
+    expect(support.breakdown.map((b) => [b.session, b.cost_usd])).toEqual([
+      ['gateway:api:c2', 600_000e-9],
+      ['gateway:api@alice:a1', 15_000e-9],
+    ]);
+    expect(support.daily_trend).toEqual([{ date: '2026-11-21', cost_usd: 615_000e-9 }]);
+
+    // alice: only her sessions, whatever she asks for
+    const mine = await json<CostSummary>('/api/v1/analytics/cost?group_by=session', ALICE);
+    expect(mine.breakdown.map((b) => [b.session, b.cost_usd])).toEqual([
+      ['gateway:api@alice:a1', 15_000e-9],
+      ['gateway:api@alice:a2', 6_000e-9],
+    ]);
+    expect(mine.total_usd).toBe(21_000e-9);
+    expect(mine.daily_trend).toEqual([{ date: '2026-11-21', cost_usd: 21_000e-9 }]);
+    const widened = await json<CostSummary>('/api/v1/analytics/cost?group_by=session&principal=default', ALICE);
+    expect(widened).toEqual(mine);
+    expect(JSON.stringify(widened)).not.toContain('gateway:api:c');
+    expect((await json<CostSummary>('/api/v1/analytics/cost?group_by=agent', ALICE)).breakdown).toEqual([
+      { agent: 'support', input_tokens: 100, output_tokens: 0, cost_usd: 15_000e-9 },
+      { agent: 'main', input_tokens: 0, output_tokens: 10, cost_usd: 6_000e-9 },
+    ]);
+    expect((await json<CostSummary>('/api/v1/analytics/cost?agent=main', ALICE)).total_usd).toBe(6_000e-9);
+
+    // an admin narrows to one principal with ?principal=
+    const admins = await json<CostSummary>('/api/v1/analytics/cost?group_by=session&principal=alice', adminHeaders);
+    expect(admins).toEqual(mine);
+    const defaults = await json<CostSummary>('/api/v1/analytics/cost?principal=default&agent=main', adminHeaders);
+    expect(defaults.total_usd).toBe(150_000e-9);
+  });
+
+  it('usage and the variant: scoped to the principal and the agent, by_agent with group_by=agent', async () => {
+    await seed();
+    expect(await json<UsageStats>('/api/v1/analytics/usage', apiHeaders)).toEqual({
+      period: 'today',
+      sessions: 4,
+      messages: 8,
+      tool_calls: 0,
+      tasks_completed: 0,
+      skills_used: 0,
+    });
+    expect(await json<UsageStats>('/api/v1/analytics/usage', ALICE)).toMatchObject({ sessions: 2, messages: 4 });
+    expect(await json<UsageStats>('/api/v1/analytics/usage?agent=support', apiHeaders)).toMatchObject({
+      sessions: 2,
+      messages: 4,
+    });
+    expect(await json<UsageStats>('/api/v1/analytics/usage?agent=support', ALICE)).toMatchObject({
+      sessions: 1,
+      messages: 2,
+    });
+    expect(await json<UsageStats>('/api/v1/analytics/usage?principal=alice', adminHeaders)).toMatchObject({
+      sessions: 2,
+      messages: 4,
+    });
+
+    const all = await json<VariantAnalytics>('/api/v1/analytics?group_by=agent', adminHeaders);
+    expect(all.total_messages).toBe(8);
+    expect(all.total_cost_usd).toBe(771_000e-9);
+    expect(all.by_agent).toEqual({
+      support: { requests: 2, tokens: 1100, cost_usd: 615_000e-9 },
+      main: { requests: 2, tokens: 1010, cost_usd: 156_000e-9 },
+    });
+    expect(all).not.toHaveProperty('by_channel');
+    expect(await json<VariantAnalytics>('/api/v1/analytics?group_by=agent', ALICE)).toEqual({
+      period: 'today',
+      total_messages: 4,
+      total_tokens: 110,
+      total_cost_usd: 21_000e-9,
+      by_model: { 'gpt-4o-mini': { requests: 2, tokens: 110, cost_usd: 21_000e-9 } },
+      by_tool: {},
+      by_agent: {
+        support: { requests: 1, tokens: 100, cost_usd: 15_000e-9 },
+        main: { requests: 1, tokens: 10, cost_usd: 6_000e-9 },
+      },
+    });
+    const mainOnly = await json<VariantAnalytics>('/api/v1/analytics?agent=main&group_by=channel', apiHeaders);
+    expect(mainOnly.by_channel).toEqual({ api: { requests: 2, tokens: 1010, cost_usd: 156_000e-9 } });
+    expect(mainOnly).not.toHaveProperty('by_agent');
+    const nobody = await json<VariantAnalytics>('/api/v1/analytics?agent=nobody', apiHeaders);
+    expect(nobody).toMatchObject({ total_messages: 0, total_cost_usd: 0, by_model: {}, by_tool: {} });
+  });
+
+  it.each([
+    ['/api/v1/analytics/cost?agent=', 'query.agent'],
+    ['/api/v1/analytics/usage?principal=', 'query.principal'],
+    ['/api/v1/analytics?agent=main&agent=support', 'query.agent'],
+  ])('%s → 400 at %s', async (url, path) => {
+    const res = await rig.inject({ method: 'GET', url, headers: apiHeaders });
+    expect(res.statusCode).toBe(400);
+    expect(res.json<ErrorBody>().error.details.map((d) => d.path)).toEqual([path]);
   });
 });

@@ -3,7 +3,7 @@ import { errors } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
 import type { RateDecision } from '../../security/rate-limit.js';
 import { rateKeyOf } from '../../security/tokens.js';
-import { ownerScope, principalKeyPart } from '../../sessions/index.js';
+import { isolatedPrincipal, principalKeyPart } from '../../sessions/index.js';
 import { sessionKeyFor, type FollowOptions, type TurnStep, type Submitted } from '../../turns/index.js';
 import {
   WebSocketAuth,
@@ -469,8 +469,7 @@ export class WebSocketConnection {
    */
   private feedVisible(event: { topic: Topic; data: Record<string, unknown> }): boolean {
     const principal = this.session?.principal;
-    const scope = principal ? ownerScope(principal) : null;
-    if (!principal || scope === null || principalKeyPart(principal) === '') return true;
+    if (!principal || isolatedPrincipal(principal) === null) return true;
     if (event.topic === 'turns') return this.owned.has(String(event.data.event_id));
     if (event.topic === 'sessions') {
       const key = typeof event.data.id === 'string' ? event.data.id : event.data.session_key;
