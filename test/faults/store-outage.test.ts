@@ -264,11 +264,16 @@ describe('store outages under load, healed without a restart', () => {
     expect(acked.length).toBeGreaterThan(0);
 
     disk.fill();
-    const refused = spawnGateway(['--config', home.configFile], { startTimeoutMs: 15_000 });
+    // A gateway that must write to start (a new data dir: its database does not exist yet) refuses in one line.
+    // The crashed data dir is not started here: its WAL may still have room for a start's writes, and then
+    // that start rightly runs (its later writes meet the full disk as a store outage, the test above).
+    const freshDir = join(disk.dir, 'fresh');
+    const fresh: E2EHome = e2eHome(openai, { ...NO_RATE_LIMITS, data_dir: freshDir });
+    const refused = spawnGateway(['--config', fresh.configFile], { startTimeoutMs: 15_000 });
     expect(await refused.exited).toBe(1);
     const text = refused.stderr.join('\n');
     expect(text).toContain(
-      `gatehouse: data dir ${dataDir}: the disk is full (SQLite could not write); free some space`,
+      `gatehouse: data dir ${freshDir}: the disk is full (SQLite could not write); free some space`,
     );
     expect(text).not.toMatch(/^\s+at /m);
 
