@@ -1,9 +1,8 @@
+import { DEFAULT_PRINCIPAL } from '../config/config.references.js';
 import type { SessionOrigin, SessionOriginPolicy } from '../sessions/index.js';
 import type { Inbound } from '../turns/index.js';
 import type { AgentRoster } from './agent-roster.js';
 
-/** The principal of work the gateway creates itself (tasks, cron) and of requests without one. */
-const DEFAULT_PRINCIPAL = 'default';
 
 /**
  * Who a new session belongs to and which agent runs it, for the message path

@@ -388,17 +388,8 @@ const embeddingsSchema = z
     ),
   );
 
-const budgetSchema = z
-  .strictObject({
-    daily_usd: z
-      .number()
-      .min(0)
-      .nullable()
-      .default(null)
-      .meta(about('Spend cap per UTC day in USD, checked before each model call; null: no cap.')),
-  })
-  .prefault({})
-  .meta(about('Spending limits.'));
+/** The gateway's own spend cap: the same shape as an agent's and a principal's. */
+const budgetSchema = dailyBudgetSchema.meta(about('Spending limits.'));
 
 const agentSchema = z
   .strictObject({
