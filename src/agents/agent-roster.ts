@@ -1,4 +1,4 @@
-import { agentIdsOf, defaultAgentOf, globMatches, MAIN_AGENT } from '../config/config.references.js';
+import { agentIdsOf, defaultAgentOf, globMatches, MAIN_AGENT, mayUseAgent } from '../config/config.references.js';
 import type { Config } from '../config/config.schema.js';
 import { errors } from '../http/errors.js';
 import type { Principal } from '../http/route.js';
@@ -124,10 +124,7 @@ export class AgentRoster {
 
   /** True when `principal` may start sessions with agent `id`: admins may use every agent. */
   mayUse(principal: Pick<Principal, 'id' | 'role'>, id: string): boolean {
-    if (principal.role === 'admin') return true;
-    const configured = this.config.gateway.auth.principals.find((p) => p.id === principal.id);
-    if (!configured) return true; // default, channel and anonymous principals: every agent, as before principals
-    return configured.agents.some((pattern) => globMatches(pattern, id));
+    return mayUseAgent(this.config, principal, id);
   }
 
   /**

@@ -43,6 +43,21 @@ export function globMatches(pattern: string, name: string): boolean {
 }
 
 /**
+ * True when the principal `principalId` (of `role`) may use agent `id` (DECISIONS §18): admins every agent; a
+ * configured principal those its `agents` globs match; the built-in and channel principals every agent.
+ */
+export function mayUseAgent(
+  config: Pick<Config, 'gateway'>,
+  principal: { id: string; role: string },
+  id: string,
+): boolean {
+  if (principal.role === 'admin') return true;
+  const configured = config.gateway.auth.principals.find((p) => p.id === principal.id);
+  if (!configured) return true;
+  return configured.agents.some((pattern) => globMatches(pattern, id));
+}
+
+/**
  * What the schema alone cannot check: names that must refer to something
  * configured elsewhere, and tokens that must belong to one principal only.
  * Each issue names the key; no issue repeats a secret.

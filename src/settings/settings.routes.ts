@@ -3,6 +3,7 @@ import { redactConfig } from '../config/config.redact.js';
 import { errors } from '../http/errors.js';
 import { defineRoute, HttpResult, type RouteDef, type RouteResponse } from '../http/route.js';
 import type { Logger } from '../lib/logger.js';
+import { configFor } from './config-view.js';
 import { configCheckSchema, redactedConfigSchema } from './settings.schema.js';
 import { ConfigChangeError, type ConfigChangeResult, type SettingsService } from './settings.service.js';
 
@@ -73,7 +74,7 @@ export function settingsRoutes(deps: SettingsRoutesDeps): RouteDef[] {
       summary: 'The active configuration, every secret as "***"',
       tags: ['config'],
       responses: [{ status: 200, description: 'The active configuration, redacted', schema: redactedConfigSchema }],
-      handler: () => redactConfig(service.current()),
+      handler: (ctx) => redactConfig(configFor(service.current(), ctx.principal)),
     }),
     defineRoute({
       method: 'POST',

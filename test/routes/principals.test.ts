@@ -204,3 +204,48 @@ describe('memory by principal and by agent (memory_scope, DECISIONS §17-18)', (
     expect(await toolResult(privateView.session_key)).not.toContain('Mondays');
   });
 });
+
+describe("GET /config shows an api principal its own part, never another principal's", () => {
+  const rig = useHarness({
+    config: {
+      gateway: {
+        auth: {
+          principals: [
+            { id: 'alice', tokens: [ALICE['x-api-token']], agents: ['main'] },
+            { id: 'bob', tokens: [BOB['x-api-token']], budget: { daily_usd: 3 } },
+          ],
+        },
+      },
+      agents: { main: {}, secret: { system_prompt: 'for bob only' } },
+      bindings: [
+        { agent: 'secret', match: { channel: 'webhook' }, owner: 'bob' },
+        { agent: 'main', match: { platform: 'web' } },
+      ],
+    },
+  });
+
+  interface Seen {
+    gateway: { auth: { principals: Array<{ id: string; tokens: string[] }> } };
+    agents: Record<string, unknown>;
+    bindings: Array<{ agent: string; owner: string | null }>;
+  }
+  const seen = async (headers: Record<string, string>) => (await get(rig, '/api/v1/config', headers)).json<Seen>();
+
+  it('narrows principals, agents and bindings for an api principal; admins read all of it', async () => {
+    const alice = await seen(ALICE);
+    expect(alice.gateway.auth.principals.map((p) => p.id)).toEqual(['alice']);
+    expect(alice.gateway.auth.principals[0]!.tokens).toEqual(['***']);
+    expect(Object.keys(alice.agents)).toEqual(['main']);
+    expect(alice.bindings).toEqual([expect.objectContaining({ agent: 'main', owner: null })]);
+    expect(JSON.stringify(alice)).not.toContain('bob');
+
+    const bob = await seen(BOB);
+    expect(bob.gateway.auth.principals.map((p) => p.id)).toEqual(['bob']);
+    expect(Object.keys(bob.agents)).toEqual(['main', 'secret']);
+    expect(bob.bindings.map((b) => b.agent)).toEqual(['secret', 'main']);
+
+    const admin = await seen(adminHeaders);
+    expect(admin.gateway.auth.principals.map((p) => p.id)).toEqual(['alice', 'bob']);
+    expect(admin.bindings).toHaveLength(2);
+  });
+});
