@@ -161,3 +161,57 @@ describe('rate limits through the SDK', () => {
     expect(chatRequests(fake)).toHaveLength(1);
   });
 });
+
+describe('agents and principals through the SDK (DECISIONS §17-18)', () => {
+  const ALICE = 'alice-sdk-token-0123456789abcdef';
+  const BOB = 'bob-sdk-token-0123456789abcdef';
+  let fake: FakeOpenAI;
+  let gateway: Running;
+
+  beforeAll(async () => {
+    fake = await startFakeOpenAI();
+    fake.always(echoReply);
+    gateway = await startGateway(
+      e2eHome(fake, {
+        gateway: {
+          port: 0,
+          auth: {
+            api_tokens: [API_TOKEN],
+            principals: [
+              { id: 'alice', tokens: [ALICE], agents: ['main'] },
+              { id: 'bob', tokens: [BOB] },
+            ],
+          },
+        },
+        agents: { main: {}, support: { system_prompt: 'You are the support agent.' } },
+      }),
+    );
+  });
+  afterAll(async () => {
+    killAllNow();
+    removeE2EHomes();
+    await fake.close();
+  });
+
+  it("models.list is each principal's agents; gatehouse/<agent> runs that agent; another's is model_not_found", async () => {
+    const ids = async (token: string) => (await client(gateway.url, token).models.list()).data.map((m) => m.id);
+    expect(await ids(BOB)).toEqual(['gatehouse', 'gatehouse/main', 'gatehouse/support']);
+    expect(await ids(ALICE)).toEqual(['gatehouse', 'gatehouse/main']);
+
+    const from = fake.requests.length;
+    const answer = await client(gateway.url, BOB).chat.completions.create({
+      model: 'gatehouse/support',
+      messages: [{ role: 'user', content: 'who are you?' }],
+    });
+    expect(answer.choices[0]!.message.content).toBe('fake: who are you?');
+    expect(chatRequests(fake, from)[0]!.messages?.[0]).toMatchObject({ role: 'system' });
+    expect(JSON.stringify(chatRequests(fake, from)[0]!.messages?.[0])).toContain('You are the support agent.');
+
+    const error = await client(gateway.url, ALICE)
+      .chat.completions.create({ model: 'gatehouse/support', messages: [{ role: 'user', content: 'let me in' }] })
+      .catch((err: unknown) => err);
+    expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+    expect((error as InstanceType<typeof OpenAI.NotFoundError>).code).toBe('model_not_found');
+    expect(chatRequests(fake, from)).toHaveLength(1);
+  });
+});
