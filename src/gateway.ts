@@ -3,6 +3,8 @@ import { analyticsModule } from './analytics/index.js';
 import { channelsModule, openChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './channels/index.js';
 import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { secretValues } from './config/config.redact.js';
+import { toolNameIssues } from './config/config.references.js';
+import { ConfigError } from './config/config.load.js';
 import { cronModule } from './cron/index.js';
 import { dashboardModule, isDashboardRoute } from './dashboard/index.js';
 import { docsModule } from './docs/index.js';
@@ -73,11 +75,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const logSettings = { dataDir: config.data_dir, level: config.logs.level, bufferEntries: config.logs.buffer_entries };
   const logs = options.logs ?? createLogPipeline({ ...logSettings, scrub, clock });
   const logger = options.logger ?? logs.logger;
+  const tools = new ToolRegistry();
   const settings = new SettingsService({
     config,
     configPath: options.configPath ?? null,
     fileObject: options.fileObject ?? {},
     onListenerError: (err) => logger.error({ source: 'config', err }, 'applying a live configuration change failed'),
+    check: (next) => toolNameIssues(next, tools.names()),
   });
   settings.onChange(logLevelListener(logger));
   const store = await openStore({
@@ -111,7 +115,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   settings.onChange((_next, changed) => bus.publish('config', 'updated', { changed }));
   const provider = options.provider ?? createProvider(config.provider);
   const providerHealth = new ProviderHealth({ provider, clock, logger });
-  const tools = new ToolRegistry();
   const skills = openSkills({ store, clock, ids, bus });
   const search = createSearchEngine({ store, embeddings: config.embeddings, logger });
 
@@ -212,6 +215,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     { name: 'logs', stop: { logs: () => (options.logs ? undefined : logs.close()) } },
     { name: 'instance', stop: { logs: () => instance.release() } },
   );
+  // The agents' tool lists name tools the gateway has (DECISIONS §17): known only now that every module gave its own.
+  const toolIssues = toolNameIssues(config, tools.names());
+  if (toolIssues.length > 0) {
+    await stopModules(modules, 0);
+    throw new ConfigError(toolIssues);
+  }
   await startModules(modules, app);
 
   let shutdownPromise: Promise<void> | null = null;

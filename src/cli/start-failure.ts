@@ -1,3 +1,4 @@
+import { ConfigError } from '../config/config.load.js';
 import { statfsSync } from 'node:fs';
 import { DataDirTakenError, InstanceTakenError, StoreUnavailableError } from '../store/index.js';
 import { CliError, EXIT } from './io.js';
@@ -58,6 +59,7 @@ export function startFailure(err: unknown, dataDir: string): CliError | null {
       EXIT.failure,
     );
   }
+  if (err instanceof ConfigError) return new CliError(`${err.message}\nstart-up refused`, EXIT.usage);
   if (err instanceof DataDirTakenError || err instanceof InstanceTakenError) {
     return new CliError(`${err.message}\nstart-up refused`, EXIT.failure);
   }

@@ -209,6 +209,8 @@ describe('redaction', () => {
       'gateway.auth.admin_tokens',
       'gateway.auth.api_tokens',
       'gateway.auth.principals.*.tokens',
+      'mcp.servers.*.env.*',
+      'mcp.servers.*.headers.*',
       'provider.api_key',
       'storage.url',
     ]);

@@ -115,3 +115,40 @@ export function referenceIssues(config: Config): ConfigIssue[] {
   });
   return issues;
 }
+
+/** The prefix of an MCP server's tools as the agents see them: `mcp__<server>__<tool>` (DECISIONS §19). */
+export const MCP_TOOL_PREFIX = 'mcp__';
+
+/**
+ * Tool names in the agents' `tools.allow`, `tools.deny` and `approval_required` that name no tool (DECISIONS §17): a plain name must be one of `known` or an MCP tool of a configured server
+ * (`mcp__<server>__<tool>`; its tools are listed only once it runs); a glob must match one of `known` or start
+ * with `mcp__`. Each issue names the key.
+ */
+export function toolNameIssues(
+  config: Pick<Config, 'agents' | 'mcp'>,
+  known: readonly string[],
+): ConfigIssue[] {
+  const servers = Object.keys(config.mcp.servers);
+  const names = (pattern: string): boolean => {
+    if (pattern.startsWith(MCP_TOOL_PREFIX)) {
+      if (pattern.includes('*') && !pattern.slice(MCP_TOOL_PREFIX.length).includes('__')) return true;
+      return servers.some((server) => pattern.startsWith(`${MCP_TOOL_PREFIX}${server}__`));
+    }
+    return known.some((name) => globMatches(pattern, name));
+  };
+  const issues: ConfigIssue[] = [];
+  const check = (list: readonly string[], path: string): void => {
+    list.forEach((pattern, i) => {
+      if (!names(pattern)) {
+        const what = pattern.startsWith(MCP_TOOL_PREFIX) ? 'names a tool of no configured MCP server' : 'names no tool';
+        issues.push({ path: `${path}.${i}`, message: `"${pattern}" ${what} (tools: ${known.join(', ')})` });
+      }
+    });
+  };
+  for (const [id, agent] of Object.entries(config.agents)) {
+    check(agent.tools.allow, `agents.${id}.tools.allow`);
+    check(agent.tools.deny, `agents.${id}.tools.deny`);
+    check(agent.approval_required, `agents.${id}.approval_required`);
+  }
+  return issues;
+}

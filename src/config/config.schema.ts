@@ -601,6 +601,105 @@ const logsSchema = z
   .prefault({})
   .meta(about('Logging: JSON lines on standard output, day files in data_dir/logs/, GET /logs.'));
 
+/** A tool allow/deny pair (names or globs). */
+const toolFilterSchema = z
+  .strictObject({
+    allow: z.array(nonEmpty).default(['*']).meta(about('Tool names or globs let through ("*": all).')),
+    deny: z.array(nonEmpty).default([]).meta(about('Tool names or globs kept out (wins over allow).')),
+  })
+  .prefault({});
+
+const mcpServerSchema = z
+  .strictObject({
+    transport: z
+      .enum(['stdio', 'http'])
+      .default('stdio')
+      .meta(about('stdio: a child process speaking MCP on its standard streams; http: Streamable HTTP at url.')),
+    command: nonEmpty.nullable().default(null).meta(about('stdio: the program to start.')),
+    args: z.array(z.string()).default([]).meta(about('stdio: its arguments.')),
+    env: z
+      .record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), secret(z.string()))
+      .default({})
+      .meta(
+        about(
+          'stdio: the only environment variables the child gets (values are secrets), besides PATH. The',
+          "gateway's own environment is not passed on.",
+        ),
+      ),
+    cwd: nonEmpty.nullable().default(null).meta(about("stdio: its working directory; null: the gateway's.")),
+    url: nonEmpty.nullable().default(null).meta(about('http: the Streamable HTTP endpoint (http or https).')),
+    headers: z
+      .record(z.string().regex(/^[A-Za-z0-9-]+$/, 'must be a header name'), secret(z.string()))
+      .default({})
+      .meta(about('http: headers sent on every request (values are secrets: Authorization and the like).')),
+    tools: toolFilterSchema.meta(about("Which of the server's tools the agents are offered, by the server's names.")),
+    approval: z
+      .union([
+        z.enum(['never', 'always']),
+        z.record(nonEmpty, z.enum(['never', 'always'])),
+      ])
+      .default('never')
+      .meta(
+        about(
+          'never | always | {<tool>: always|never}: which calls pause the turn (waiting_approval) until an admin',
+          'approves them, as approval_required does for built-in tools.',
+        ),
+      ),
+    timeout_seconds: z
+      .number()
+      .min(0.1)
+      .max(3600)
+      .default(60)
+      .meta(about('A call still running after this long ends as a tool error; the turn goes on.')),
+  })
+  .superRefine((server, ctx) => {
+    if (server.transport === 'stdio' && server.command === null) {
+      ctx.addIssue({ code: 'custom', path: ['command'], message: 'a stdio server needs a command' });
+    }
+    if (server.transport === 'http') {
+      let url: URL | null = null;
+      try {
+        url = server.url === null ? null : new URL(server.url);
+      } catch {
+        url = null;
+      }
+      if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+        ctx.addIssue({ code: 'custom', path: ['url'], message: 'an http server needs an http(s) url' });
+      }
+    }
+  });
+
+/** A server's name: what its tools are called by (`mcp__<server>__<tool>`). */
+const mcpServerName = idSchema.refine((name) => !name.includes('__'), 'must not contain "__"');
+
+const mcpSchema = z
+  .strictObject({
+    servers: z
+      .record(mcpServerName, mcpServerSchema)
+      .default({})
+      .meta(about('MCP servers whose tools the agents may call, as mcp__<server>__<tool> (DECISIONS §19).')),
+    allow_private_targets: z
+      .boolean()
+      .default(false)
+      .meta(
+        about(
+          'Let http servers be on loopback, private or link-local addresses (a server on this machine or the',
+          'LAN). Off: such a url is refused and never connected.',
+        ),
+      ),
+    max_output_bytes: positiveInt
+      .default(262_144)
+      .meta(about("A tool result longer than this is cut, with a note to the model that it was.")),
+    server: z
+      .strictObject({
+        enabled: z.boolean().default(true).meta(about('Serve /mcp (Streamable HTTP) to api tokens.')),
+      })
+      .prefault({})
+      .meta(about("Gatehouse's own MCP server at /mcp.")),
+  })
+  .prefault({})
+  .meta(about('The Model Context Protocol: servers whose tools the agents use, and the /mcp server.'));
+
 export const configSchema = z.strictObject({
   data_dir: z
     .string()
@@ -638,6 +737,7 @@ export const configSchema = z.strictObject({
     .array(bindingSchema)
     .default([])
     .meta(about('Which agent a new session gets, by where it came from; applied live to new sessions.')),
+  mcp: mcpSchema,
   channels: channelsSchema,
   tasks: tasksSchema,
   logs: logsSchema,

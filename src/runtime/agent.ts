@@ -162,7 +162,10 @@ export async function runAgent(
           response: question,
           totals,
         };
-      } else if (options.approvalRequired.has(call.name) && resolution?.type !== 'approve') {
+      } else if (
+        resolution?.type !== 'approve' &&
+        (options.approvalRequired.has(call.name) || options.tools.get(call.name)?.needsApproval?.() === true)
+      ) {
         if (report) report.status = 'pending';
         return {
           status: 'waiting_approval',

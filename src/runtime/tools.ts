@@ -24,6 +24,21 @@ export interface AgentTool {
   spec: ToolSpec;
   /** Runs the tool. The result is sent to the model as JSON text. Throwing reports the error to the model. */
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;
+  /**
+   * The tool's own approval policy (an MCP server's `approval`, DECISIONS §19), asked at each call besides the
+   * agent's `approval_required`: true pauses the turn (`waiting_approval`) until an admin approves the call.
+   */
+  needsApproval?(): boolean;
+}
+
+/**
+ * Tools that come and go while the gateway runs (an MCP server's, refreshed when it announces a change):
+ * looked up by name at each call and listed at each model call. Names never clash with registered tools
+ * (a source owns a prefix, such as `mcp__`).
+ */
+export interface ToolSource {
+  get(name: string): AgentTool | undefined;
+  list(): readonly AgentTool[];
 }
 
 /** The `ask_user` tool: handled by the agent loop itself (pauses the turn). */
@@ -47,6 +62,12 @@ export interface ToolSet {
 
 export class ToolRegistry implements ToolSet {
   private readonly tools = new Map<string, AgentTool>();
+  private readonly sources: ToolSource[] = [];
+
+  /** Adds tools that come and go (see ToolSource): asked after the registered tools. */
+  attach(source: ToolSource): void {
+    this.sources.push(source);
+  }
 
   /** Adds a tool; a duplicate name is a programming error. */
   register(tool: AgentTool): void {
@@ -57,17 +78,28 @@ export class ToolRegistry implements ToolSet {
   }
 
   get(name: string): AgentTool | undefined {
-    return this.tools.get(name);
+    const registered = this.tools.get(name);
+    if (registered || this.sources.length === 0) return registered;
+    for (const source of this.sources) {
+      const tool = source.get(name);
+      if (tool) return tool;
+    }
+    return undefined;
   }
 
-  /** Specs sent to the model: every registered tool plus `ask_user`. */
+  /** Specs sent to the model: every registered tool, then the attached sources' tools, plus `ask_user`. */
   specs(): ToolSpec[] {
-    return [...[...this.tools.values()].map((t) => t.spec), ASK_USER_TOOL];
+    return [...this.all().map((t) => t.spec), ASK_USER_TOOL];
   }
 
   /** Every tool name, `ask_user` included. */
   names(): string[] {
-    return [...this.tools.keys(), ASK_USER_TOOL.name];
+    return [...this.all().map((t) => t.spec.name), ASK_USER_TOOL.name];
+  }
+
+  private all(): AgentTool[] {
+    const registered = [...this.tools.values()];
+    return this.sources.length === 0 ? registered : [...registered, ...this.sources.flatMap((s) => s.list())];
   }
 
   /**

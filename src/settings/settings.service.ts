@@ -74,6 +74,11 @@ export interface SettingsServiceOptions {
   cwd?: string;
   /** A listener threw: the change stays applied; report it (log). */
   onListenerError?: (err: unknown) => void;
+  /**
+   * Checks of a valid configuration that need the running gateway (the agents' tool names against the tools
+   * it has): their issues refuse a change as the schema's do.
+   */
+  check?: (config: Config) => ConfigIssue[];
 }
 
 /** The message for any change under `gateway.auth` (spec: Configuration). */
@@ -262,6 +267,8 @@ export class SettingsService {
     const result = validateConfig(mergeConfigPatch(base, patch));
     if (!result.ok) return { patch, next: null, changed: [], errors: [...errors, ...result.errors] };
     const next = result.config;
+    const checked = this.options.check?.(next) ?? [];
+    if (checked.length > 0) return { patch, next: null, changed: [], errors: [...errors, ...checked] };
     next.data_dir = resolve(this.cwd, next.data_dir);
     return { patch, next, changed: diffConfigPaths(base, next), errors };
   }

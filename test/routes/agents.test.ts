@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { allContents, chatRequests, echoReply } from '../helpers/fake-openai.js';
-import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { ConfigError } from '../../src/config/config.load.js';
+import { adminHeaders, apiHeaders, startHarness, useHarness, type Harness } from '../helpers/harness.js';
 
 const ALICE_TOKEN = 'alice-token-0123456789abcdef';
 const alice = { 'x-api-token': ALICE_TOKEN };
@@ -221,5 +222,35 @@ describe('spend caps of an agent and of a principal (DECISIONS §17-18)', () => 
     const main = await ask(apiHeaders, 'd1', 'main'); // main's cap is spent, whoever spent it
     expect(main.status).toBe('incomplete');
     expect((await ask(apiHeaders, 'd2', 'support')).status).toBe('completed');
+  });
+});
+
+describe('an agent naming a tool the gateway lacks (DECISIONS §17)', () => {
+  const rig = useHarness({ config: { agents: { main: {} }, mcp: { servers: { files: { command: 'true' } } } } });
+
+  it('is refused at start-up with the key named, and nothing is left running', async () => {
+    const start = startHarness({
+      config: { agents: { main: { tools: { allow: ['knowledge_*', 'shell'], deny: [] } } } },
+    });
+    const err = await start.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      expect.objectContaining({ path: 'agents.main.tools.allow.1', message: expect.stringContaining('"shell"') }),
+    ]);
+  });
+
+  it('is a 400 from PATCH /config naming the key; MCP tools of a configured server pass', async () => {
+    const patch = (agent: Record<string, unknown>) =>
+      rig.inject({ method: 'PATCH', url: '/api/v1/config', headers: adminHeaders, payload: { agents: { main: agent } } });
+    const bad = await patch({ approval_required: ['memory_save', 'rm_rf'] });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({
+      error: { details: [expect.objectContaining({ path: 'agents.main.approval_required.1' })] },
+    });
+    const otherServer = await patch({ tools: { allow: ['mcp__github__create_issue'], deny: [] } });
+    expect(otherServer.statusCode).toBe(400);
+    expect(JSON.stringify(otherServer.json())).toContain('agents.main.tools.allow.0');
+    const ok = await patch({ tools: { allow: ['memory_*', 'mcp__files__read', 'mcp__*'], deny: ['memory_save'] } });
+    expect(ok.statusCode).toBe(200);
   });
 });

@@ -83,7 +83,7 @@ describe('GET /security/audit', () => {
     const ROOT_TOKEN = 'Pm4Xw8Ks2Qn6Vb0Lt3Hy7Rc1Jd5Gf9Ze';
     const t = useHarness({
       config: {
-        agents: { support: { memory_scope: 'agent' }, ops: { approval_required: ['shell'] } },
+        agents: { support: { memory_scope: 'agent' }, ops: { approval_required: ['memory_save'] } },
         gateway: { auth: { principals: [{ id: 'root', role: 'admin', tokens: [ROOT_TOKEN] }] } },
       },
     });
