@@ -4,6 +4,7 @@ import { channelsModule, openChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './chann
 import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { secretValues } from './config/config.redact.js';
 import { toolNameIssues } from './config/config.references.js';
+import { mcpModule } from './mcp/index.js';
 import { ConfigError } from './config/config.load.js';
 import { cronModule } from './cron/index.js';
 import { dashboardModule, isDashboardRoute } from './dashboard/index.js';
@@ -173,6 +174,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     sessionsModule(sessions, bus, agents.sessionOrigin),
     agents.module,
     openAiModule({ messages, ids, clock, replyTimeoutMs, agents: agents.roster }),
+    mcpModule({ config, logger, clock, tools }),
     pairingModule(pairing, config),
     cronModule({ store, clock, ids, bus, scheduler: cron }),
     channelsModule(channels),

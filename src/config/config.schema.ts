@@ -626,6 +626,15 @@ const mcpServerSchema = z
           "gateway's own environment is not passed on.",
         ),
       ),
+    inherit_env: z
+      .boolean()
+      .default(false)
+      .meta(
+        about(
+          "stdio: pass the gateway's whole environment on (its secrets too) as well as env. Off: only env and PATH;",
+          'the security audit reports it on.',
+        ),
+      ),
     cwd: nonEmpty.nullable().default(null).meta(about("stdio: its working directory; null: the gateway's.")),
     url: nonEmpty.nullable().default(null).meta(about('http: the Streamable HTTP endpoint (http or https).')),
     headers: z

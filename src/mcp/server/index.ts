@@ -1,0 +1,4 @@
+/**
+ * Gatehouse's own MCP server at /mcp (DECISIONS §19): Streamable HTTP for api tokens, every tool principal-scoped.
+ */
+export { mcpServerRoutes, type McpServerDeps } from './mcp-server.routes.js';
