@@ -3,7 +3,7 @@ import { analyticsModule } from './analytics/index.js';
 import { channelsModule, openChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './channels/index.js';
 import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { secretValues } from './config/config.redact.js';
-import { toolNameIssues } from './config/config.references.js';
+import { toolNameIssues, toolNamesCheck } from './config/config.references.js';
 import { mcpModule } from './mcp/index.js';
 import { ConfigError } from './config/config.load.js';
 import { cronModule } from './cron/index.js';
@@ -82,7 +82,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     configPath: options.configPath ?? null,
     fileObject: options.fileObject ?? {},
     onListenerError: (err) => logger.error({ source: 'config', err }, 'applying a live configuration change failed'),
-    check: (next) => toolNameIssues(next, tools.names()),
+    check: toolNamesCheck(tools),
   });
   settings.onChange(logLevelListener(logger));
   const store = await openStore({

@@ -152,3 +152,8 @@ export function toolNameIssues(
   }
   return issues;
 }
+
+/** `toolNameIssues` against the tools `registry` has when it is asked (a configuration change's check). */
+export function toolNamesCheck(registry: { names(): string[] }): (config: Config) => ConfigIssue[] {
+  return (config) => toolNameIssues(config, registry.names());
+}
