@@ -421,6 +421,122 @@ export function checkBudget(config: Config): SecurityFinding[] {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// MCP servers (DECISIONS §19)
+// ---------------------------------------------------------------------------------------------------------------
+
+/** `<name>` → `mcp.servers.<name>.<key>`. */
+const mcpKey = (name: string, key: string): string => `mcp.servers.${name}.${key}`;
+
+/**
+ * `mcp.plain_http` (warning): an http MCP server whose url is `http://` to a
+ * host that is not loopback (`*.localhost` counts as loopback, as the
+ * outbound guard takes it). Its configured headers (often a bearer token),
+ * the tool calls and their results cross the network in clear, and whoever
+ * is on the path can rewrite what the tools answer. One finding lists every
+ * such server, and the names (never the values) of the headers it sends.
+ */
+export function checkMcpTransport(config: Config): SecurityFinding[] {
+  const clauses = Object.entries(config.mcp.servers).flatMap(([name, server]) => {
+    if (server.transport !== 'http') return [];
+    const host = plainHttpOffLoopback(server.url);
+    if (host === null || isLocalhostSubdomain(host)) return [];
+    const headers = Object.keys(server.headers);
+    const sent = headers.length === 0 ? '' : ` with header${headers.length === 1 ? '' : 's'} ${listing(headers)}`;
+    return [`${mcpKey(name, 'url')} uses http:// to ${host}${sent}`];
+  });
+  if (clauses.length === 0) return [];
+  const one = clauses.length === 1;
+  return [
+    finding(
+      'mcp.plain_http',
+      'warning',
+      `${clauses.join('; ')}: ${one ? "the server's" : "each server's"} headers (often a bearer token), every tool ` +
+        'call and every result cross the network unencrypted, and anyone on the path can change what the tools ' +
+        'answer the agent.',
+      'Use an https:// url in mcp.servers.<name>.url, or reach the server over loopback (an SSH tunnel or a ' +
+        'local TLS proxy).',
+    ),
+  ];
+}
+
+/** `mcp.localhost:8080` → true: a name under `.localhost`, which the outbound guard takes as loopback. */
+function isLocalhostSubdomain(host: string): boolean {
+  let hostname: string;
+  try {
+    hostname = new URL(`http://${host}`).hostname;
+  } catch {
+    return false;
+  }
+  return hostname.replace(/\.$/, '').endsWith('.localhost');
+}
+
+/**
+ * `mcp.inherit_env` (warning): a stdio server with `inherit_env: true` is
+ * started with the gateway's whole environment, so the program (and
+ * whatever it runs or is made to run) can read every secret the gateway got
+ * that way. One finding lists every such server.
+ */
+export function checkMcpEnvironment(config: Config): SecurityFinding[] {
+  const labels = Object.entries(config.mcp.servers)
+    .filter(([, server]) => server.transport === 'stdio' && server.inherit_env)
+    .map(([name]) => mcpKey(name, 'inherit_env'));
+  if (labels.length === 0) return [];
+  const one = labels.length === 1;
+  return [
+    finding(
+      'mcp.inherit_env',
+      'warning',
+      `${listing(labels)} ${one ? 'is' : 'are'} true: ${one ? "the server's program gets" : 'each server gets'} ` +
+        "the gateway's whole environment, so every secret passed to the gateway that way (OPENAI_API_KEY, " +
+        'ANTHROPIC_API_KEY, GATEHOUSE_TOKEN, channel and database credentials) can be read, logged or sent on by ' +
+        'the server and by anything it runs.',
+      'Set mcp.servers.<name>.inherit_env: false and give the server only the variables it needs in ' +
+        'mcp.servers.<name>.env (PATH is passed either way).',
+    ),
+  ];
+}
+
+/**
+ * `mcp.allow_private_targets`: on, the outbound guard lets http MCP servers
+ * be on loopback, private and link-local addresses, so a server's name that
+ * resolves (or comes to resolve) there turns the gateway's requests, headers
+ * included, on services of this machine or the LAN (SSRF). Warning while an
+ * http server is configured, info when none is (one added later, by PATCH
+ * /config too, would be let through).
+ */
+export function checkMcpPrivateTargets(config: Config): SecurityFinding[] {
+  if (!config.mcp.allow_private_targets) return [];
+  const http = Object.entries(config.mcp.servers)
+    .filter(([, server]) => server.transport === 'http')
+    .map(([name]) => mcpKey(name, 'url'));
+  const fix =
+    'Set mcp.allow_private_targets: false unless an http MCP server must run on this machine or the LAN; for ' +
+    'a server on this machine prefer transport: stdio, which needs no network at all.';
+  if (http.length === 0) {
+    return [
+      finding(
+        'mcp.allow_private_targets',
+        'info',
+        'mcp.allow_private_targets is true while no http MCP server is configured: one added later (PATCH ' +
+          '/config included) may be reached on this machine and the LAN.',
+        fix,
+      ),
+    ];
+  }
+  return [
+    finding(
+      'mcp.allow_private_targets',
+      'warning',
+      `mcp.allow_private_targets is true, so the gateway calls ${listing(http)} on loopback, private and ` +
+        'link-local addresses too: a name that resolves, or comes to resolve, to this machine or the LAN makes ' +
+        'the gateway send its requests, with their headers, to services there (SSRF). Cloud metadata addresses ' +
+        'stay refused.',
+      fix,
+    ),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // Agents (DECISIONS §17) and the principals that use them (§18)
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -508,6 +624,9 @@ export function auditConfig(config: Config): SecurityFinding[] {
     ...checkWebhook(config),
     ...checkOutboundTransport(config),
     ...checkBudget(config),
+    ...checkMcpTransport(config),
+    ...checkMcpEnvironment(config),
+    ...checkMcpPrivateTargets(config),
     ...checkAgentApprovals(config),
     ...checkSharedMemory(config),
   ];

@@ -12,6 +12,9 @@ import {
   checkBind,
   checkBudget,
   checkLoopbackTrust,
+  checkMcpEnvironment,
+  checkMcpPrivateTargets,
+  checkMcpTransport,
   checkOutboundTransport,
   checkProfile,
   checkSharedMemory,
@@ -52,7 +55,17 @@ describe('the configuration checks', () => {
         security: { profile: 'minimal' },
         channels: { webhook: { enabled: true } },
         provider: { type: 'anthropic', base_url: 'http://10.1.2.3', api_key: 'sk-ant-0123456789' },
+        mcp: {
+          allow_private_targets: true,
+          servers: {
+            docs: { transport: 'http', url: 'http://10.1.2.4/mcp' },
+            shell: { command: 'mcp-shell', inherit_env: true },
+          },
+        },
       }),
+    );
+    expect(ids(findings)).toEqual(
+      expect.arrayContaining(['mcp.plain_http', 'mcp.inherit_env', 'mcp.allow_private_targets']),
     );
     expect(findings.length).toBeGreaterThan(5);
     for (const f of findings) {
@@ -299,6 +312,143 @@ describe('the configuration checks', () => {
       expect(checkBudget(config())).toEqual([]);
       expect(checkBudget(config({ provider: { type: 'openai', base_url: 'http://localhost:11434/v1' } }))).toEqual([]);
     });
+  });
+});
+
+describe('the MCP checks', () => {
+  const BEARER = 'Bearer mcp-token-never-shown-7c1f';
+  const mcp = (block: Record<string, unknown>) => config({ mcp: block });
+  const http = (url: string, extra: Record<string, unknown> = {}) => ({ transport: 'http', url, ...extra });
+
+  describe('mcp.plain_http', () => {
+    it('warns for an http server over plain HTTP off loopback, naming its key, host and header names, never a value', () => {
+      const f = only(
+        checkMcpTransport(
+          mcp({ servers: { docs: http('http://10.0.0.5:8080/mcp', { headers: { Authorization: BEARER } }) } }),
+        ),
+      );
+      expect(f).toMatchObject({ id: 'mcp.plain_http', severity: 'warning' });
+      expect(f.found).toContain('mcp.servers.docs.url uses http:// to 10.0.0.5:8080 with header Authorization');
+      expect(f.found).toContain('bearer token');
+      expect(JSON.stringify(f)).not.toContain(BEARER);
+    });
+    it('lists every such server in one finding, and never shows credentials of the url', () => {
+      const f = only(
+        checkMcpTransport(
+          mcp({
+            servers: {
+              a: http('http://mcp.example.com/mcp'),
+              b: http('http://user:pa55word@192.168.1.9/mcp', { headers: { 'X-Api-Key': 'k', Cookie: 'c' } }),
+              c: http('https://mcp.example.com/mcp'),
+            },
+          }),
+        ),
+      );
+      expect(f.found).toContain(
+        'mcp.servers.a.url uses http:// to mcp.example.com; ' +
+          'mcp.servers.b.url uses http:// to 192.168.1.9 with headers X-Api-Key and Cookie',
+      );
+      expect(f.found).not.toContain('mcp.servers.c');
+      expect(f.found).not.toContain('pa55word');
+    });
+    it('is silent for https, loopback hosts and stdio servers', () => {
+      const servers = {
+        tls: http('https://10.0.0.5/mcp', { headers: { Authorization: BEARER } }),
+        v4: http('http://127.0.0.1:3000/mcp'),
+        v6: http('http://[::1]:3000/mcp'),
+        name: http('http://localhost:3000/mcp'),
+        sub: http('http://tools.localhost:3000/mcp'),
+        local: { command: 'mcp-files', args: ['--root', '/srv'] },
+      };
+      expect(checkMcpTransport(mcp({ servers }))).toEqual([]);
+      expect(checkMcpTransport(config())).toEqual([]);
+    });
+  });
+
+  describe('mcp.inherit_env', () => {
+    it("warns for stdio servers given the gateway's environment, naming each key, never an env value", () => {
+      const f = only(
+        checkMcpEnvironment(
+          mcp({
+            servers: {
+              shell: { command: 'mcp-shell', inherit_env: true, env: { SHELL_TOKEN: 'env-secret-never-shown-3a9d' } },
+              files: { command: 'mcp-files' },
+              git: { command: 'mcp-git', inherit_env: true },
+            },
+          }),
+        ),
+      );
+      expect(f).toMatchObject({ id: 'mcp.inherit_env', severity: 'warning' });
+      expect(f.found).toContain('mcp.servers.shell.inherit_env and mcp.servers.git.inherit_env are true');
+      expect(f.found).not.toContain('mcp.servers.files');
+      expect(JSON.stringify(f)).not.toContain('env-secret-never-shown');
+      expect(f.fix).toContain('mcp.servers.<name>.env');
+    });
+    it('is silent by default, with env only, and for an http server (inherit_env applies to stdio)', () => {
+      expect(checkMcpEnvironment(config())).toEqual([]);
+      expect(checkMcpEnvironment(mcp({ servers: { files: { command: 'mcp-files', env: { ROOT: '/srv' } } } }))).toEqual(
+        [],
+      );
+      expect(
+        checkMcpEnvironment(mcp({ servers: { docs: http('https://mcp.example.com/', { inherit_env: true }) } })),
+      ).toEqual([]);
+    });
+  });
+
+  describe('mcp.allow_private_targets', () => {
+    it('warns while http servers are configured, naming their keys', () => {
+      const f = only(
+        checkMcpPrivateTargets(
+          mcp({
+            allow_private_targets: true,
+            servers: {
+              lan: http('https://mcp.lan/mcp'),
+              local: http('http://127.0.0.1:3000/'),
+              files: { command: 'x' },
+            },
+          }),
+        ),
+      );
+      expect(f).toMatchObject({ id: 'mcp.allow_private_targets', severity: 'warning' });
+      expect(f.found).toContain('calls mcp.servers.lan.url and mcp.servers.local.url on loopback, private');
+      expect(f.found).toContain('SSRF');
+      expect(f.found).not.toContain('mcp.servers.files');
+    });
+    it('is only noted without an http server', () => {
+      const f = only(
+        checkMcpPrivateTargets(mcp({ allow_private_targets: true, servers: { files: { command: 'mcp-files' } } })),
+      );
+      expect(f).toMatchObject({ id: 'mcp.allow_private_targets', severity: 'info' });
+      expect(f.found).toContain('no http MCP server is configured');
+    });
+    it('is silent while off (the default)', () => {
+      expect(checkMcpPrivateTargets(config())).toEqual([]);
+      expect(checkMcpPrivateTargets(mcp({ servers: { lan: http('http://10.0.0.5/') } }))).toEqual([]);
+    });
+  });
+
+  it('auditConfig runs the three checks, after the outbound ones and before the agents', () => {
+    const findings = auditConfig(
+      config({
+        provider: { type: 'openai', base_url: 'http://127.0.0.1:11434/v1' },
+        mcp: {
+          allow_private_targets: true,
+          servers: {
+            docs: http('http://mcp.example.com/mcp', { headers: { Authorization: BEARER } }),
+            shell: { command: 'mcp-shell', inherit_env: true },
+          },
+        },
+        agents: { support: {} },
+      }),
+    );
+    expect(ids(findings)).toEqual([
+      'mcp.plain_http',
+      'mcp.inherit_env',
+      'mcp.allow_private_targets',
+      'agents.tools_without_approval',
+    ]);
+    for (const f of findings) expect(FINDINGS[f.id]).toBe(f.title);
+    expect(JSON.stringify(findings)).not.toContain(BEARER);
   });
 });
 
@@ -658,6 +808,9 @@ describe('the report', () => {
       provider: 'sk-provider-abcdefabcdef',
       embeddings: 'emb-key-abcdefabcdef',
       storage: 'postgres://u:pg-pass-1234@db/x',
+      mcpHeader: 'Bearer mcp-header-secret-9f2a',
+      mcpEnv: 'mcp-env-secret-4b7e',
+      mcpUrl: 'mcp-url-pass-8d1c',
     };
     const probe = fakeProbe({ '/d': dir(0o777), '/d/f': file(0o666) });
     const report = await runSelfAudit(
@@ -668,6 +821,17 @@ describe('the report', () => {
         provider: { type: 'openai', base_url: 'http://10.0.0.5/v1', api_key: secrets.provider },
         embeddings: { base_url: 'http://10.0.0.6/v1', api_key: secrets.embeddings },
         storage: { url: secrets.storage },
+        mcp: {
+          allow_private_targets: true,
+          servers: {
+            docs: {
+              transport: 'http',
+              url: `http://u:${secrets.mcpUrl}@10.0.0.7/mcp`,
+              headers: { Authorization: secrets.mcpHeader },
+            },
+            shell: { command: 'mcp-shell', inherit_env: true, env: { TOKEN: secrets.mcpEnv } },
+          },
+        },
       }),
       probe,
     );
