@@ -5,6 +5,7 @@ import { registerAgents } from './commands/agents.js';
 import { registerDoctor } from './commands/doctor.js';
 import { registerInit } from './commands/init.js';
 import { registerLogs } from './commands/logs.js';
+import { registerMcp } from './commands/mcp.js';
 import { registerPair } from './commands/pair.js';
 import { registerSecurity } from './commands/security.js';
 import { registerStatus } from './commands/status.js';
@@ -47,6 +48,7 @@ export function buildProgram(io: CliIo, onServing: () => void = () => undefined)
   registerToken(program, io);
   registerWhoami(program, io);
   registerAgents(program, io);
+  registerMcp(program, io);
   registerDoctor(program, io);
   registerSecurity(program, io);
   return program;

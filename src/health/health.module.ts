@@ -5,6 +5,7 @@ import type { Store } from '../store/index.js';
 import type { Clock } from '../lib/clock.js';
 import { packageVersion } from '../lib/version.js';
 import { healthRoutes } from './health.routes.js';
+import type { ComponentHealth } from './health.service.js';
 import type { ProviderHealth } from './provider-health.js';
 
 /** What GET /health reads (DECISIONS §9, ADR 0024). */
@@ -17,6 +18,8 @@ export interface HealthModuleDeps {
   cluster: Pick<ClusterBus, 'health' | 'instanceId' | 'shared' | 'peerList'>;
   websocket: { clientCount(): number };
   sessions: { counts(): Promise<{ active: number; total: number }> };
+  /** The `mcp` component (the MCP servers whose tools the agents call, DECISIONS §19). */
+  mcp: () => ComponentHealth;
   clock: Clock;
 }
 
@@ -35,6 +38,7 @@ export function healthModule(deps: HealthModuleDeps): GatewayModule {
       providerHealth: () => deps.providerHealth.check(),
       channels: () => deps.channels.states(),
       bus: () => deps.cluster.health(),
+      mcp: deps.mcp,
       instanceId: () => deps.cluster.instanceId,
       peers: () => (deps.cluster.shared ? deps.cluster.peerList() : null),
       wsClients: () => deps.websocket.clientCount(),

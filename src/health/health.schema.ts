@@ -60,13 +60,16 @@ export const healthReportSchema = z
         provider: componentHealthSchema,
         channels: componentHealthSchema,
         bus: componentHealthSchema,
+        mcp: componentHealthSchema,
       })
       .meta({
         description:
           'The state of each part; a `degraded` or `failing` one makes the report `degraded` (the store: ' +
           '`unhealthy`). `provider`: reachability (its models list, at most once a minute) and the last model ' +
           'calls of turns; `degraded` on the echo provider. `bus`: `failing` while the connection to a shared bus ' +
-          'is lost (the gateway reconnects; turns still end through the store, more slowly)',
+          'is lost (the gateway reconnects; turns still end through the store, more slowly). `mcp`: the configured MCP ' +
+          'servers, `degraded` while some are not ready (connecting, or failed and waiting to restart), `failing` ' +
+          'when every one failed, the message naming them; `ok` with none configured',
       }),
     error: z
       .object({ code: z.literal('UNAVAILABLE'), message: z.string() })

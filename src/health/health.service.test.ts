@@ -12,6 +12,7 @@ function probes(overrides: Partial<HealthProbes> = {}): HealthProbes {
     providerHealth: () => Promise.resolve(OK),
     channels: () => ({ websocket: 'connected' }),
     bus: () => ({ status: 'ok', message: 'local (in-process)' }),
+    mcp: () => OK,
     instanceId: () => 'gw_a',
     peers: () => null,
     wsClients: () => 2,
@@ -41,8 +42,17 @@ describe('healthReport', () => {
         provider: OK,
         channels: OK,
         bus: { status: 'ok', message: 'local (in-process)' },
+        mcp: OK,
       },
     });
+  });
+
+  it('MCP servers not ready degrade the report, naming them', async () => {
+    const notReady: ComponentHealth = { status: 'degraded', message: 'not ready: files failed' };
+    const report = await healthReport(probes({ mcp: () => notReady }));
+    expect(report.status).toBe('degraded');
+    expect(report.message).toBe('mcp: not ready: files failed');
+    expect(report.components.mcp).toEqual(notReady);
   });
 
   it('degraded names the failing component: an unreachable provider', async () => {

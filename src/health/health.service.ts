@@ -15,6 +15,8 @@ export interface HealthComponents {
   provider: ComponentHealth;
   channels: ComponentHealth;
   bus: ComponentHealth;
+  /** The configured MCP servers (DECISIONS §19): ok when all are ready (or none is configured). */
+  mcp: ComponentHealth;
 }
 
 /** A gateway process seen on the shared bus recently (its heartbeat, ADR 0025). */
@@ -65,6 +67,11 @@ export interface HealthProbes {
   channels: () => Record<string, string>;
   /** The bus component: the adapter's connection state (ADR 0025). */
   bus: () => ComponentHealth;
+  /**
+   * The MCP component: `ok` when every configured server is ready or none is; `degraded` when some are not
+   * ready; `failing` when every one failed; the message names those not ready.
+   */
+  mcp: () => ComponentHealth;
   /** This process's instance id. */
   instanceId: () => string;
   /** Peers seen on a shared bus; null for the local bus (no peers to see). */
@@ -95,7 +102,7 @@ export function channelsHealth(channels: Record<string, string>): ComponentHealt
  * the store is unreachable or the gateway is draining; otherwise degraded
  * when any component is not `ok` or `unknown` (the echo provider, an
  * unreachable or failing provider, a channel in error, a shared bus whose
- * connection is lost); otherwise healthy.
+ * connection is lost, an MCP server not ready); otherwise healthy.
  * The store ping and the provider check run side by side.
  */
 export async function healthReport(probes: HealthProbes): Promise<HealthReport> {
@@ -116,6 +123,7 @@ export async function healthReport(probes: HealthProbes): Promise<HealthReport> 
     provider,
     channels: channelsHealth(channels),
     bus: probes.bus(),
+    mcp: probes.mcp(),
   };
   const notOk = (Object.entries(components) as Array<[string, ComponentHealth]>).filter(
     ([, component]) => component.status === 'degraded' || component.status === 'failing',

@@ -8,6 +8,7 @@ import {
   createAuditLog,
   createFailureThrottle,
   createTokenScrubber,
+  MIN_SCRUBBED_LENGTH,
   type AuditEntry,
   type AuditLog,
 } from './audit.js';
@@ -210,7 +211,7 @@ describe('createAuditLog', () => {
 
   it('withholds a record a secret would make unparseable', async () => {
     // a (silly) secret equal to a field name still never reaches the file, and the file stays valid JSONL
-    const { log, errors } = open({ scrub: createTokenScrubber(['"ip":']) });
+    const { log, errors } = open({ scrub: createTokenScrubber(['"ip":"1']) });
     log.record({ event: 'auth_success', ip: '10.0.0.1', user: 'u', mode: 'open' });
     await log.flush();
     expect(errors.map((e) => e.message)).toEqual(['audit record withheld: it could not be written without a secret']);
@@ -220,10 +221,16 @@ describe('createAuditLog', () => {
 
 describe('createTokenScrubber', () => {
   it('replaces every occurrence, longest secret first, and ignores empty secrets', () => {
-    const scrub = createTokenScrubber(['abc', 'abcdef', '']);
-    expect(scrub('x abcdef y abc z abcabc')).toBe('x *** y *** z ******');
+    const scrub = createTokenScrubber(['abcdef', 'abcdefghij', '']);
+    expect(scrub('x abcdefghij y abcdef z abcdefabcdef')).toBe('x *** y *** z ******');
     expect(scrub('nothing here')).toBe('nothing here');
     expect(createTokenScrubber([])('abc')).toBe('abc');
+  });
+
+  it('leaves values shorter than MIN_SCRUBBED_LENGTH alone, so a short env value does not blank the logs', () => {
+    const scrub = createTokenScrubber(['1', 'true', 'abcde', 'abcdef']);
+    expect(scrub('port 1 is true: abcde, abcdef')).toBe('port 1 is true: abcde, ***');
+    expect(MIN_SCRUBBED_LENGTH).toBe(6);
   });
 });
 

@@ -91,15 +91,20 @@ export function auditLogPath(dataDir: string): string {
   return join(gatewayAuthDir(dataDir), 'audit.jsonl');
 }
 
+/** The shortest configured secret value the log scrubber removes. */
+export const MIN_SCRUBBED_LENGTH = 6;
+
 /**
  * Returns a function that replaces every occurrence of any configured secret
  * (also in its JSON-escaped spelling) with `***`. Longer secrets are replaced
- * first so a secret that contains another is removed whole. Empty secrets are ignored.
+ * first so a secret that contains another is removed whole. Values shorter than `MIN_SCRUBBED_LENGTH` are
+ * ignored: a value that short (an MCP server's `env: {DEBUG: "1"}`) is no credential worth the name, and
+ * replacing it would blank every "1" of every line (ADR 0038).
  */
 export function createTokenScrubber(secrets: readonly string[]): (text: string) => string {
   const forms = new Set<string>();
   for (const secret of secrets) {
-    if (secret === '') continue;
+    if (secret.length < MIN_SCRUBBED_LENGTH) continue;
     forms.add(secret);
     forms.add(JSON.stringify(secret).slice(1, -1));
   }

@@ -31,6 +31,7 @@ export const routes: readonly Route[] = [
   { name: 'skills', title: 'Skills', load: () => import('./pages/skills') },
   { name: 'cron', title: 'Cron', load: () => import('./pages/cron') },
   { name: 'channels', title: 'Channels', load: () => import('./pages/channels') },
+  { name: 'mcp', title: 'MCP servers', load: () => import('./pages/mcp') },
   { name: 'analytics', title: 'Analytics', load: () => import('./pages/analytics') },
   { name: 'config', title: 'Config', load: () => import('./pages/config') },
   { name: 'logs', title: 'Logs', load: () => import('./pages/logs') },
