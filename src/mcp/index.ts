@@ -1,2 +1,2 @@
 /** The Model Context Protocol both ways (DECISIONS §19). */
-export { mcpModule, type McpModuleDeps } from './mcp.module.js';
+export { openMcp, type McpModuleDeps } from './mcp.module.js';

@@ -1,6 +1,6 @@
 import type { GatewayModule } from '../module.js';
 import type { ToolRegistry } from '../runtime/index.js';
-import { openMcpClients, type McpClientDeps } from './client/index.js';
+import { openMcpClients, type McpClientDeps, type McpHealth } from './client/index.js';
 import { mcpServerRoutes, type McpServerDeps } from './server/index.js';
 
 /** What the MCP capability uses: the server's deps, the client's, and the registry its tools join. */
@@ -9,17 +9,20 @@ export interface McpModuleDeps extends McpServerDeps, McpClientDeps {
 }
 
 /**
- * The Model Context Protocol both ways (DECISIONS §19): the /mcp server, and the configured MCP servers whose
- * tools reach the agents. The servers are connected at start and stopped with the backends, once the running
- * turns have ended.
+ * The Model Context Protocol both ways (DECISIONS §19), opened: its module (the /mcp server, and the configured
+ * MCP servers whose tools reach the agents, connected at start and stopped with the backends once the running
+ * turns have ended) and the servers' health, for the health report's `mcp` component.
  */
-export function mcpModule(deps: McpModuleDeps): GatewayModule {
+export function openMcp(deps: McpModuleDeps): { module: GatewayModule; health: () => McpHealth } {
   const clients = openMcpClients(deps);
   deps.tools.attach(clients.tools);
   return {
-    name: 'mcp',
-    routes: [...mcpServerRoutes(deps), ...clients.routes],
-    start: () => clients.start(),
-    stop: { backends: () => clients.close() },
+    module: {
+      name: 'mcp',
+      routes: [...mcpServerRoutes(deps), ...clients.routes],
+      start: () => clients.start(),
+      stop: { backends: () => clients.close() },
+    },
+    health: () => clients.health(),
   };
 }

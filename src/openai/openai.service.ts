@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { errors } from '../http/errors.js';
 import type { Principal } from '../http/route.js';
 import { resolveKey, type Headers } from '../idempotency/index.js';
@@ -11,6 +10,7 @@ import {
   pauseOf,
   sessionKeyFor,
   turnOutcomeMessage,
+  unnamedChatId,
   type ContextMessage,
   type Inbound,
   type TurnRecord,
@@ -60,10 +60,7 @@ export function chooseSession(
     return { chatId: parsed.data, named: true };
   }
   if (body.user !== undefined) return { chatId: body.user, named: true };
-  const key = resolveKey({ headers });
-  if (key === undefined) return { chatId: `~${ids.next('chat')}`, named: false };
-  const digest = createHash('sha256').update(principal.scope).update('\u0000').update(key).digest('hex');
-  return { chatId: `~k${digest.slice(0, 32)}`, named: false };
+  return { chatId: unnamedChatId(principal, resolveKey({ headers }), ids), named: false };
 }
 
 /**
@@ -109,6 +106,7 @@ export function inboundOf(
     // A conversation under a token, as POST /sessions/{id}/messages: no platform user speaks (ADR 0015).
     identity: 'skip',
     idempotency: { scope: 'principal', headers: caller.headers },
+    trace: caller.headers, // traceparent, tracestate (DECISIONS §21)
     wait: true,
     ...(context?.length ? { context } : {}),
   };

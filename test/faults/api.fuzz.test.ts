@@ -143,6 +143,16 @@ function openAiConforms(body: unknown): string | null {
   return e.param === null ? null : 'OpenAI error param is not null';
 }
 
+/** A JSON-RPC error object, on the MCP server's routes (DECISIONS §19, ADR 0038). */
+function jsonRpcConforms(body: unknown): string | null {
+  const rpc = body as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown } };
+  if (rpc.jsonrpc !== '2.0') return 'not a JSON-RPC 2.0 message';
+  if (!rpc.error || typeof rpc.error !== 'object') return 'no JSON-RPC error object';
+  if (!Number.isInteger(rpc.error.code) || typeof rpc.error.message !== 'string')
+    return 'JSON-RPC error fields missing';
+  return null;
+}
+
 /** The response is no 5xx, and an error has the envelope (or the conflict body, or the route's own shape). */
 function conforms(res: LightMyRequestResponse, route: RouteDef): string | null {
   if (res.statusCode >= 500) return `status ${res.statusCode}: ${res.body.slice(0, 300)}`;
@@ -154,6 +164,7 @@ function conforms(res: LightMyRequestResponse, route: RouteDef): string | null {
   } catch {
     return `error body is not JSON: ${res.body.slice(0, 200)}`;
   }
+  if (route.absolutePaths?.includes('/mcp')) return jsonRpcConforms(body);
   if (route.errorBody) return openAiConforms(body);
   const error = (body as { error?: unknown }).error;
   if (res.statusCode === 409 && typeof error === 'string') return null;

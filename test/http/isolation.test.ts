@@ -58,6 +58,10 @@ const RULES: Record<string, Rule> = {
   'GET /metrics': 'shared',
   'GET /v1/models': 'shared',
   'POST /v1/chat/completions': 'creates',
+  // JSON-RPC to the MCP server: its tools' isolation is asserted by test/mcp/server.test.ts.
+  'POST /mcp': 'creates',
+  'GET /mcp': 'shared',
+  'DELETE /mcp': 'shared',
 };
 
 /** The owner's resources, found once: what `owned` paths name and `list` answers must (not) carry. */
