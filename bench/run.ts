@@ -29,6 +29,7 @@ import {
   type Child,
 } from './processes.js';
 import { startStreamModel, type StreamModel } from './stream-model.js';
+import { startOtlpSink } from './otlp-sink.js';
 
 /**
  * `npm run bench`: the message path's throughput, latency and CPU, on SQLite
@@ -64,7 +65,7 @@ function envNumber(name: string, fallback: number, integer: boolean): number {
   return value;
 }
 
-const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'] as const;
+const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'] as const;
 const BACKENDS = ['sqlite', 'postgres'] as const;
 type Backend = (typeof BACKENDS)[number];
 
@@ -1020,6 +1021,53 @@ async function clusterScenario(backend: Backend, dir: string, storage: Record<st
 }
 
 /** Every scenario on one store: three gateways one after the other, sharing the store. */
+/**
+ * (j) tracing (ADR 0039): CPU per turn of one user on the fake model with tracing off, then with tracing on
+ * exporting every turn's spans to a local OTLP/HTTP receiver, in the same run; the difference is what tracing
+ * costs a turn.
+ */
+async function tracingScenario(backend: Backend, dir: string, storage: Record<string, unknown>): Promise<void> {
+  const model = await startBenchServer('fake OpenAI server', 'fake-openai.js');
+  const sink = await startOtlpSink();
+  const provider = { type: 'openai', base_url: `${model.url}/v1`, model: 'bench-model' };
+  const cpu: Record<'off' | 'on', number> = { off: NaN, on: NaN };
+  try {
+    for (const mode of ['off', 'on'] as const) {
+      const tracing = mode === 'on' ? { enabled: true, endpoint: sink.url } : { enabled: false };
+      const gateway = await startGateway(
+        join(dir, `tracing-${mode}`),
+        `gateway [${backend}, tracing ${mode}]`,
+        storage,
+        provider,
+        {
+          tracing,
+        },
+      );
+      const single = await singleUser('(j)', backend, `tracing ${mode}, fake model, c=1`, gateway, `j${mode}`);
+      cpu[mode] = single.cpuPerTurnMs;
+      judge(
+        `turn.tracing.${mode}.cpu_ms`,
+        backend,
+        `(j) CPU per turn, tracing ${mode}, c=1`,
+        single.cpuPerTurnMs,
+        'ms',
+      );
+      // Graceful: the last spans are flushed before it exits.
+      await stopChild(gateway.child, 15_000);
+      if (mode === 'off' && sink.exports > 0) throw new Error(`(j): tracing off, yet ${sink.exports} exports arrived`);
+    }
+  } finally {
+    await sink.close();
+    await stopChild(model.child, 5_000);
+  }
+  if (sink.spans === 0) throw new Error('(j): tracing on, yet no span arrived');
+  judge('turn.tracing.added_cpu_ms', backend, '(j) CPU per turn added by tracing', cpu.on - cpu.off, 'ms');
+  judge('turn.tracing.spans', backend, '(j) spans received with tracing on', sink.spans, 'spans');
+  progress(
+    `(j): CPU/turn off ${fmt(cpu.off, 3)} ms, on ${fmt(cpu.on, 3)} ms; ${sink.spans} spans in ${sink.exports} exports`,
+  );
+}
+
 async function runBackend(
   backend: Backend,
   tmp: string,
@@ -1099,6 +1147,8 @@ async function runBackend(
       }
       await stopChild(gateway.child, 15_000);
     }
+
+    if (settings.scenarios.has('j')) await tracingScenario(backend, dir, storage);
 
     if (settings.scenarios.has('i')) {
       if (backend === 'postgres') await clusterScenario(backend, dir, storage);

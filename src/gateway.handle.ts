@@ -57,6 +57,8 @@ export interface GatewayInternals {
   readonly websocket: WebSocketChannel;
   readonly webhook: WebhookChannel | null;
   readonly tasks: { service: TaskService; runner: TaskRunner };
+  /** Tracing of turns (DECISIONS §21): `flush` exports the spans ended so far (a no-op when off). */
+  readonly tracing: { flush(): Promise<void> };
   isDraining(): boolean;
   /** Enters draining: every request but health is answered 503 from now on. */
   beginDrain(): void;

@@ -217,6 +217,7 @@ export class AgentRoster {
       caps,
       memoryOwner: this.memoryOwner(session, owner !== undefined),
       principal: session.principal,
+      agent: session.agent,
     };
   }
 

@@ -192,6 +192,13 @@ export function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.Proce
     const slack = isRecord(channels.slack) ? channels.slack : {};
     for (const [key, value] of Object.entries(given)) if (value && slack[key] == null) slack[key] = value;
   }
+  // OpenTelemetry (DECISIONS §21): an OTLP endpoint in the environment turns tracing on unless the file decides;
+  // the exporter reads the OTEL_* variables itself. OTEL_SDK_DISABLED=true turns it off whatever else says.
+  if (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
+    const tracing = child(raw, 'tracing');
+    if (tracing.enabled === undefined) tracing.enabled = true;
+  }
+  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') child(raw, 'tracing').enabled = false;
   return outcome;
 }
 

@@ -54,9 +54,11 @@ describe('turn ledger API', () => {
           'started_at',
           'finished_at',
           'updated_at',
+          'trace_id',
         ].sort(),
       );
       expect(turn).toMatchObject({
+        trace_id: null, // tracing is off
         event_id: eventId,
         session_key: 'gateway:api:c1',
         status: 'completed',

@@ -189,6 +189,7 @@ describe('webhook server (in process, fakes)', () => {
       principal: null,
       identity: { ip: expect.any(String), loopbackTrusted: false },
       idempotency: { scope: 'webhook', headers: expect.any(Object), field: 'k1', fallback: null },
+      trace: expect.any(Object), // the request's headers: traceparent, tracestate (DECISIONS §21)
       wait: false,
       admission: expect.any(Object),
     });

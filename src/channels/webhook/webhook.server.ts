@@ -168,6 +168,7 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
         field: message.idempotencyKey,
         fallback: verdict.webhookId !== null ? { value: verdict.webhookId, where: 'webhook-id' } : null,
       },
+      trace: request.headers, // traceparent, tracestate (DECISIONS §21)
       wait: message.wait,
       admission,
     });

@@ -164,6 +164,7 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
           ...(input.agent !== undefined ? { agent: input.agent } : {}),
           identity: { ip, loopbackTrusted },
           idempotency: { scope: 'principal', field: input.idempotencyKey },
+          ...(input.traceparent !== undefined ? { trace: { traceparent: input.traceparent } } : {}),
           // The client follows the turn to its end: a retry (over any transport) gets the final result too.
           wait: true,
         }),

@@ -95,6 +95,8 @@ export interface WebSocketSubmit {
   idempotencyKey: string | undefined;
   /** The frame's `agent` (DECISIONS §17). */
   agent?: string;
+  /** The frame's `traceparent` (DECISIONS §21). */
+  traceparent?: string;
 }
 
 /** Live-feed topics of what every principal shares (DECISIONS §18): the rest is per principal. */
@@ -346,6 +348,7 @@ export class WebSocketConnection {
       identity,
       idempotencyKey: frame.idempotency_key,
       ...(frame.agent !== undefined ? { agent: frame.agent } : {}),
+      ...(frame.traceparent !== undefined ? { traceparent: frame.traceparent } : {}),
     });
     if (!submitted.replay) this.deps.noteMessage();
     this.own(submitted.eventId);

@@ -44,7 +44,7 @@ export const authFrame = identityFields.extend({
   ref: ref.optional(),
 });
 
-/** `{type: "message", text, session_key?, idempotency_key?, agent?, ref?}`. */
+/** `{type: "message", text, session_key?, idempotency_key?, agent?, traceparent?, ref?}`. */
 export const messageFrame = z.object({
   type: z.literal('message'),
   text: z.string({ error: 'text is required' }).min(1, 'text must not be empty'),
@@ -52,6 +52,8 @@ export const messageFrame = z.object({
   idempotency_key: z.string({ error: 'idempotency_key must be a string' }).optional(),
   /** The agent a session this message creates gets (DECISIONS §17). */
   agent: z.string().min(1).max(64).optional(),
+  /** The W3C trace context the turn's trace continues (DECISIONS §21); an invalid one starts a new trace. */
+  traceparent: z.string().max(512).optional(),
   ref: ref.optional(),
 });
 

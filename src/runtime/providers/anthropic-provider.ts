@@ -86,7 +86,7 @@ export class AnthropicProvider implements ModelProvider {
           ...(system !== null ? { system } : {}),
           ...(request.tools.length > 0 ? { tools: request.tools.map(toAnthropicTool) } : {}),
         };
-        return this.client.messages.create(params, { signal });
+        return this.client.messages.create(params, request.headers ? { signal, headers: request.headers } : { signal });
       },
       accumulator: new EventAccumulator(this.model),
       toError: (err, guard) => this.toProviderError(err, guard),

@@ -67,7 +67,7 @@ export class OpenAIProvider implements ModelProvider {
           stream_options: { include_usage: true },
           ...(request.tools.length > 0 ? { tools: request.tools.map(toOpenAITool) } : {}),
         };
-        return (await this.client.stream(params, signal)) as AsyncIterable<ChatCompletionChunk>;
+        return (await this.client.stream(params, signal, request.headers)) as AsyncIterable<ChatCompletionChunk>;
       },
       accumulator: new ChunkAccumulator(this.model),
       toError: (err, guard) => this.toProviderError(err, guard),

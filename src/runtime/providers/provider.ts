@@ -47,6 +47,8 @@ export interface ModelRequest {
    * stops the call and is rethrown as is.
    */
   onDelta?: (text: string) => void;
+  /** Headers sent with the call besides the provider's own: the W3C trace context of its span (DECISIONS §21). */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** The model's answer to one call. */

@@ -62,8 +62,13 @@ export class SseJsonClient {
    * and with an AbortError when `signal` fires. The iteration throws
    * StreamErrorEvent for an event carrying `error`, SyntaxError for an event
    * that is not JSON, and the transport's error when the connection breaks.
+   * `extraHeaders` (the call's trace context) never replace the client's own.
    */
-  stream(body: unknown, signal: AbortSignal): Promise<AsyncIterable<unknown>> {
+  stream(
+    body: unknown,
+    signal: AbortSignal,
+    extraHeaders?: Readonly<Record<string, string>>,
+  ): Promise<AsyncIterable<unknown>> {
     const payload = Buffer.from(JSON.stringify(body));
     return new Promise((resolve, reject) => {
       const req = this.#request(
@@ -74,7 +79,7 @@ export class SseJsonClient {
           port: this.#url.port || undefined,
           path: `${this.#url.pathname}${this.#url.search}`,
           method: 'POST',
-          headers: { ...this.#headers, 'content-length': String(payload.length) },
+          headers: { ...extraHeaders, ...this.#headers, 'content-length': String(payload.length) },
           signal,
         },
         (res) => {

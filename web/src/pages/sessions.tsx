@@ -176,6 +176,10 @@ function TurnInspector({
             <dt class="muted">Current tool</dt>
             <dd>{turn.current_tool ?? '—'}</dd>
           </div>
+          <div>
+            <dt class="muted">Trace</dt>
+            <dd data-field="trace_id">{turn.trace_id ? <code>{turn.trace_id}</code> : '—'}</dd>
+          </div>
         </dl>
       )}
       {streamError && (
