@@ -29,7 +29,8 @@ export function createBuiltInChannels(options: {
   guard: Guard;
   rateLimiter: RateLimiter;
   audit: AuditLog;
-  messages: Pick<MessagePath, 'submit' | 'follow' | 'waitFor' | 'interrupt' | 'tap'>;
+  messages: Pick<MessagePath, 'submit' | 'follow' | 'waitFor' | 'interrupt' | 'tap'> &
+    Partial<Pick<MessagePath, 'outbox'>>;
   bus: EventBus;
   /** The identity check at WebSocket authentication. */
   checkIdentity: IdentityCheck;
@@ -38,7 +39,7 @@ export function createBuiltInChannels(options: {
   isDraining: () => boolean;
 }): BuiltInChannels {
   const { config, guard, messages, clock, logger } = options;
-  const registry = new ChannelRegistry({ clock, bus: options.bus, logger });
+  const registry = new ChannelRegistry({ clock, bus: options.bus, logger, outbox: messages.outbox ?? null });
   const websocket = createWebSocketChannel({
     ...options,
     stats: registry.statsFor('websocket'),

@@ -2,6 +2,7 @@ import type { EventBus } from '../events/index.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { Logger } from '../lib/logger.js';
+import type { EventOutbox } from '../turns/index.js';
 import { ChannelStats, type Channel, type ChannelView } from './channel.js';
 
 interface Entry {
@@ -19,7 +20,15 @@ export class ChannelRegistry {
   private readonly entries = new Map<string, Entry>();
   private readonly statsByName = new Map<string, ChannelStats>();
 
-  constructor(private readonly options: { clock: Clock; bus: EventBus; logger: Logger }) {}
+  constructor(
+    private readonly options: {
+      clock: Clock;
+      bus: EventBus;
+      logger: Logger;
+      /** Event subscriptions (DECISIONS §20): `channel.state_changed`, written in a transaction of its own. */
+      outbox?: EventOutbox | null;
+    },
+  ) {}
 
   /** The counters a channel reports into; create them before the channel. */
   statsFor(name: string): ChannelStats {
@@ -101,6 +110,11 @@ export class ChannelRegistry {
   private changed(entry: Entry, event: string): ChannelView {
     const view = this.view(entry);
     this.options.bus.publish('channels', event, { ...view });
+    const outbox = this.options.outbox;
+    if (outbox?.wants('channel.state_changed')) {
+      const timestamp = isoTime(this.options.clock.now());
+      void outbox.report([{ type: 'channel.state_changed', timestamp, data: { ...view, change: event } }]);
+    }
     return view;
   }
 

@@ -1,6 +1,7 @@
 /**
- * Live-feed topics a WebSocket client may subscribe to: DECISIONS §8's seven, plus `memory`, `knowledge` and
- * `config`, so every list of the dashboard updates without polling (ADR 0022).
+ * Live-feed topics a WebSocket client may subscribe to: DECISIONS §8's seven, plus `memory`, `knowledge`,
+ * `config` and `subscriptions`, so every list of the dashboard updates without polling (ADR 0022); the
+ * `subscriptions` topic also tells the other gateways to read the subscriptions again (ADR 0040).
  */
 export const TOPICS = [
   'turns',
@@ -13,6 +14,7 @@ export const TOPICS = [
   'memory',
   'knowledge',
   'config',
+  'subscriptions',
 ] as const;
 export type Topic = (typeof TOPICS)[number];
 

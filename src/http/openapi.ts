@@ -355,6 +355,7 @@ const TAG_DESCRIPTIONS: Record<string, string> = {
   metrics: 'Prometheus metrics',
   docs: 'This document, the AsyncAPI document and the docs page',
   openai: 'The OpenAI-compatible API (`/v1`, OpenAI error shape)',
+  subscriptions: 'Event subscriptions: signed outbound webhooks, their deliveries and retries',
 };
 
 /** The error body of a route with its own (`errorBody`), or undefined for the envelope. */

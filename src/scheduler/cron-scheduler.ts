@@ -6,6 +6,7 @@ import {
   listDueCronJobs,
   listSettledRuns,
   parseSchedule,
+  presentCronRun,
   setRunEvent,
   startManualRun,
   updateCronJob,
@@ -19,8 +20,9 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import { createIdGenerator, type IdGenerator } from '../lib/ids.js';
 import type { Logger } from '../lib/logger.js';
-import type { Store } from '../store/index.js';
-import { endReason, isTerminalStatus, type EndedTurn, type Inbound } from '../turns/index.js';
+import type { Transaction } from 'kysely';
+import type { Database, Store } from '../store/index.js';
+import { endReason, isTerminalStatus, type EndedTurn, type EventOutbox, type Inbound } from '../turns/index.js';
 
 /** How long POST /cron/{id}/trigger waits for its run's outcome before answering with the running run. */
 const TRIGGER_WAIT_MS = 30_000;
@@ -58,6 +60,8 @@ export interface CronSchedulerOptions {
   logger: Logger;
   /** Told of every run as it starts (with its turn's event id), is skipped, or ends. Must not throw. */
   onRun?: (run: CronRunRecord) => void;
+  /** Event subscriptions (DECISIONS §20): `cron.fired` is written in the commit that claims the run. */
+  outbox?: EventOutbox | null;
   /** Run ids (`crun_…`); default a generator on `clock`. */
   ids?: IdGenerator;
   /** Period of the timer started by `start()`, in ms; default 1000. */
@@ -162,6 +166,20 @@ export class CronScheduler implements CronRunner {
     return tick;
   }
 
+  /** After a claim's commit: the delivery worker looks at once when `cron.fired` was written. */
+  private wake(): void {
+    if (this.options.outbox?.wants('cron.fired')) this.options.outbox.committed();
+  }
+
+  /** Writes `cron.fired` for a run just claimed, in the claim's transaction, when a subscription wants it. */
+  private async fired<T extends ClaimedRun | null>(trx: Transaction<Database>, claimed: T): Promise<T> {
+    const outbox = this.options.outbox ?? null;
+    if (!claimed || !outbox?.wants('cron.fired')) return claimed;
+    const data = presentCronRun(claimed.run);
+    await outbox.write(trx, [{ type: 'cron.fired', timestamp: isoTime(this.options.clock.now()), data }]);
+    return claimed;
+  }
+
   /**
    * Runs job `cronId` now (POST /cron/{id}/trigger), enabled or not and
    * outside its schedule; `next_run` is untouched. Resolves with the run once
@@ -174,10 +192,14 @@ export class CronScheduler implements CronRunner {
     const { store, clock } = this.options;
     const runId = this.ids.next('crun');
     const now = isoTime(clock.now());
-    const claimed = await store.writer.run((trx) =>
-      startManualRun(trx, { cronId, runId, now, requireAuthorization: this.requireAuthorization }),
+    const claimed = await store.writer.run(async (trx) =>
+      this.fired(
+        trx,
+        await startManualRun(trx, { cronId, runId, now, requireAuthorization: this.requireAuthorization }),
+      ),
     );
     if (!claimed) return null;
+    this.wake();
     const started = await this.begin(claimed);
     // A manual run answers with its outcome (completed | failed | skipped, DECISIONS §9) when the
     // turn ends within the wait; a longer one answers while still running and is recorded later.
@@ -250,18 +272,22 @@ export class CronScheduler implements CronRunner {
       const slotMs = latest !== null && latest > expectedMs ? latest : expectedMs;
       const next = schedule.nextAfter(nowMs);
       const runId = this.ids.next('crun');
-      const claimed = await store.writer.run((trx) =>
-        claimScheduledRun(trx, {
-          cronId: job.id,
-          expectedNextRun: expected,
-          scheduledAt: isoTime(slotMs),
-          nextRun: next === null ? null : isoTime(next),
-          runId,
-          now: isoTime(nowMs),
-          requireAuthorization: this.requireAuthorization,
-        }),
+      const claimed = await store.writer.run(async (trx) =>
+        this.fired(
+          trx,
+          await claimScheduledRun(trx, {
+            cronId: job.id,
+            expectedNextRun: expected,
+            scheduledAt: isoTime(slotMs),
+            nextRun: next === null ? null : isoTime(next),
+            runId,
+            now: isoTime(nowMs),
+            requireAuthorization: this.requireAuthorization,
+          }),
+        ),
       );
       if (!claimed) return; // another process (or a concurrent edit) moved `next_run` first
+      this.wake();
       if (slotMs > expectedMs) {
         this.log.info(
           { cron_id: job.id, first_missed: expected, scheduled_at: claimed.run.scheduledAt },

@@ -25,6 +25,7 @@ export function openScheduler(deps: {
   return new CronScheduler({
     ...deps,
     intake: messages,
+    outbox: messages.outbox,
     waiters: { wait: (eventId, timeoutMs, signal) => messages.waitFor(eventId, timeoutMs, signal) },
     onRun: (run) => deps.bus.publish('cron', 'run', presentCronRun(run)),
   });

@@ -23,3 +23,4 @@ export {
 export { isolatedPrincipal, ownerScope, ownsSession, principalKeyPart } from './session-owner.js';
 export { sessionsModule } from './sessions.module.js';
 export type { SessionOriginPolicy } from './sessions.routes.js';
+export { presentSession } from './sessions.presenter.js';

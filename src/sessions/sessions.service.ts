@@ -2,8 +2,10 @@ import { errors } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { Store } from '../store/index.js';
+import type { Transaction } from 'kysely';
+import type { Database, Store } from '../store/index.js';
 import { ownsSession } from './session-owner.js';
+import { presentSession } from './sessions.presenter.js';
 import {
   countSessions,
   createSession,
@@ -18,12 +20,30 @@ import {
   type SessionRecord,
 } from './sessions.repo.js';
 
+/** The part of the event outbox (the message path's `EventOutbox`, ADR 0040) sessions write through. */
+export interface SessionOutbox {
+  wants(type: string): boolean;
+  write(
+    trx: Transaction<Database>,
+    events: ReadonlyArray<{ type: string; timestamp: string; data: Record<string, unknown> }>,
+  ): Promise<number>;
+  committed(): void;
+}
+
 /**
  * Sessions (spec: Sessions; DECISIONS §2, §5): the reads and writes behind
  * the API. Messages reach a session through the message path, not here.
  */
 export class SessionService {
-  constructor(private readonly options: { store: Store; clock: Clock; ids: IdGenerator }) {}
+  constructor(
+    private readonly options: {
+      store: Store;
+      clock: Clock;
+      ids: IdGenerator;
+      /** Event subscriptions (DECISIONS §20): `session.created` written with the session (the message path's outbox). */
+      outbox?: SessionOutbox | null;
+    },
+  ) {}
 
   /** One page of sessions, newest activity first. */
   list(options: ListSessionsOptions): Promise<SessionPage> {
@@ -31,10 +51,18 @@ export class SessionService {
   }
 
   /** Creates `gateway:<channel>:<generated id>` (DECISIONS §5), owned and run as `origin` says (§17-18). */
-  create(input: { channel: string; metadata: Record<string, unknown> } & SessionOrigin): Promise<SessionRecord> {
+  async create(input: { channel: string; metadata: Record<string, unknown> } & SessionOrigin): Promise<SessionRecord> {
     const key = `gateway:${input.channel}:${this.options.ids.next('chat')}`;
     const now = isoTime(this.options.clock.now());
-    return this.options.store.writer.run((trx) => createSession(trx, { ...input, key, now }));
+    const outbox = this.options.outbox ?? null;
+    const reported = outbox !== null && outbox.wants('session.created');
+    const session = await this.options.store.writer.run(async (trx) => {
+      const made = await createSession(trx, { ...input, key, now });
+      if (reported) await outbox.write(trx, [{ type: 'session.created', timestamp: now, data: presentSession(made) }]);
+      return made;
+    });
+    if (reported) outbox.committed();
+    return session;
   }
 
   /**

@@ -34,6 +34,7 @@ export function openTasks(deps: {
   const service = new TaskService({
     ...deps,
     interruptTurn: (eventId, reason) => messages.interrupt(eventId, reason),
+    outbox: messages.outbox,
     onChange: (event, task) => deps.bus.publish('tasks', event, presentTask(task)),
   });
   const runner = new TaskRunner({ ...deps, service, owner: messages.owner });

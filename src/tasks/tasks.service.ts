@@ -3,6 +3,8 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { Store } from '../store/index.js';
+import type { EventOutbox } from '../turns/index.js';
+import { presentTask } from './tasks.presenter.js';
 import {
   claimNextTask,
   countTasksCompletedSince,
@@ -57,6 +59,8 @@ export interface TaskServiceOptions {
   interruptTurn?: (eventId: string, reason: string) => boolean;
   /** Publish hook (live feed, runner wake-up). */
   onChange?: TaskChangeListener;
+  /** Event subscriptions (DECISIONS §20): `task.completed` is written in the commit that completes the task. */
+  outbox?: EventOutbox | null;
 }
 
 /** Fields of a new task; absent ones take their defaults (priority 5, source `api`, no labels). */
@@ -263,9 +267,17 @@ export class TaskService {
       outcome.status === 'completed'
         ? { status: 'completed', progress: 1, result: outcome.result, finishedAt: now }
         : { status: 'failed', error: outcome.error, finishedAt: now };
-    const updated = await this.options.store.writer.run((trx) =>
-      updateTask(trx, id, { expectedStatus: 'running', changes, now }),
-    );
+    const outbox = this.options.outbox ?? null;
+    const reported = outcome.status === 'completed' && outbox !== null && outbox.wants('task.completed');
+    let written = 0;
+    const updated = await this.options.store.writer.run(async (trx) => {
+      const task = await updateTask(trx, id, { expectedStatus: 'running', changes, now });
+      if (task && reported) {
+        written = await outbox.write(trx, [{ type: 'task.completed', timestamp: now, data: presentTask(task) }]);
+      }
+      return task;
+    });
+    if (written > 0) outbox?.committed();
     if (updated) this.emit(outcome.status, updated);
     return updated;
   }

@@ -13,6 +13,7 @@ import { migration011 } from './011_platform_replies.js';
 import { migration012 } from './012_session_owners.js';
 import { migration013 } from './013_memory_owners.js';
 import { migration014 } from './014_task_owners.js';
+import { migration015 } from './015_subscriptions.js';
 
 export interface CapabilityMigration {
   name: string;
@@ -30,4 +31,5 @@ export const capabilityMigrations: readonly CapabilityMigration[] = [
   migration012,
   migration013,
   migration014,
+  migration015,
 ];
