@@ -4,7 +4,7 @@ import { channelsModule, openChannels, WEBHOOK_IDEMPOTENCY_CACHE } from './chann
 import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { secretValues } from './config/config.redact.js';
 import { toolNameIssues, toolNamesCheck } from './config/config.references.js';
-import { mcpModule } from './mcp/index.js';
+import { openMcp } from './mcp/index.js';
 import { ConfigError } from './config/config.load.js';
 import { cronModule } from './cron/index.js';
 import { dashboardModule, isDashboardRoute } from './dashboard/index.js';
@@ -22,7 +22,7 @@ import { packageVersion } from './lib/version.js';
 import { createLogPipeline, logRoutes } from './logs/index.js';
 import { memoryModule } from './memory/index.js';
 import { GatewayMetrics, metricsModule } from './metrics/index.js';
-import { routesOf, startModules, stopModules, toolsOf, type GatewayModule } from './module.js';
+import { refuseModules, routesOf, startModules, stopModules, toolsOf, type GatewayModule } from './module.js';
 import { openAiModule } from './openai/index.js';
 import { createPairingService, pairingModule } from './pairing/index.js';
 import { createProvider, ToolRegistry } from './runtime/index.js';
@@ -37,8 +37,10 @@ import { SessionService, sessionsModule } from './sessions/index.js';
 import { agentListener, logLevelListener, rateLimitListener, SettingsService } from './settings/index.js';
 import { settingsModule, taskConcurrencyListener } from './settings/index.js';
 import { openSkills, skillCommands, skillsModule, skillsSystemContext } from './skills/index.js';
-import { claimInstance, openStore } from './store/index.js';
+import { claimInstance, openStore, storageOf } from './store/index.js';
+import { openSubscriptions } from './subscriptions/index.js';
 import { openTasks, tasksModule } from './tasks/index.js';
+import { openTracing } from './tracing/index.js';
 import { connectTurns, createMessagePath, pathHooks, turnsModule } from './turns/index.js';
 import { internalsOf, refuseStart, type Gateway, type GatewayOptions } from './gateway.handle.js';
 
@@ -67,7 +69,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     dataDir: config.data_dir,
     port: config.gateway.port,
   });
-  const claim = { driver: config.storage.driver, dataDir: config.data_dir, url: config.storage.url, id: instanceId };
+  const claim = { ...storageOf(config), id: instanceId };
   const instance = await claimInstance({ ...claim, events: instanceLockEvents(instanceId, () => logger) });
 
   // Operations: the admin token, secrets kept out of every output, logs, the running configuration.
@@ -85,13 +87,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     check: toolNamesCheck(tools),
   });
   settings.onChange(logLevelListener(logger));
-  const store = await openStore({
-    driver: config.storage.driver,
-    dataDir: config.data_dir,
-    url: config.storage.url,
-    ...(options.storeFaults ? { faults: options.storeFaults } : {}),
-    onConnectionError: (err) => logger.warn({ source: 'store', err: err.message }, 'database connection dropped'),
-  });
+  const faults = options.storeFaults ? { faults: options.storeFaults } : {};
+  const dropped = (err: Error) => logger.warn({ source: 'store', err: err.message }, 'database connection dropped');
+  const store = await openStore({ ...storageOf(config), ...faults, onConnectionError: dropped });
   // The cross-process bus (ADR 0025): a configured one that cannot be reached stops the start.
   const metrics = new GatewayMetrics();
   const busOptions = { config: config.bus, instanceId, version: packageVersion(), clock, logger };
@@ -125,6 +123,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const onChange = settings.onChange.bind(settings);
   const agents = openAgents({ config, store, provider: tracked, tools, systemContext, onChange });
   store.writer.observe((seconds) => metrics.storeBatch.observe(seconds));
+  const tracing = await openTracing(config, { instanceId, version: packageVersion(), logger }); // SDK only when on
+  const subscriptions = openSubscriptions({ config, store, clock, ids, logger, instanceId, metrics, tracing, bus });
   const messages = createMessagePath({
     config,
     store,
@@ -142,6 +142,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ...pathHooks(cluster, bus),
     idempotencyCeiling: options.limits?.idempotencyCeiling,
     owner: instanceId,
+    tracer: tracing.tracer,
+    outbox: subscriptions.outbox,
   });
   settings.onChange(agentListener((live) => messages.reconfigure(live)));
   connectTurns(messages, bus, cluster);
@@ -151,30 +153,25 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   settings.onChange(taskConcurrencyListener((max) => tasks.runner.setMaxConcurrent(max)));
   const cron = openScheduler({ store, clock, ids, logger, messages, bus, profile: config.security.profile });
   const gauges = clusterCounts ? clusterCounts.gauge.bind(clusterCounts) : null;
-  const edge = {
-    config,
-    guard,
-    rateLimiter: security.rateLimiter,
-    audit,
-    messages,
-    bus,
-    checkIdentity: identity.check,
-  };
+  const { rateLimiter } = security;
+  const edge = { config, guard, rateLimiter, audit, messages, bus, checkIdentity: identity.check };
   const channels = await openChannels({ ...edge, pairing, store, clock, logger, isDraining, gauges });
-  const sessions = new SessionService({ store, clock, ids });
+  const sessions = new SessionService({ store, clock, ids, outbox: subscriptions.outbox });
   const replyTimeoutMs = Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000;
   const health = { store, isDraining, provider, providerHealth, channels: channels.registry, cluster, clock };
   const resources = { store, clock, ids, search, bus };
+  const mcp = openMcp({ config, logger, clock, tools, messages, sessions, resources, replyTimeoutMs, agents });
 
   // The capabilities, in the order their routes are listed, they start and they stop within a shutdown phase.
   const modules: GatewayModule[] = [
     turnsModule({ messages, sessions, replyTimeoutMs, bus }), // starts first: recovers this instance's work
     { name: 'cluster-counts', start: () => clusterCounts?.start() }, // counts once the instance is registered
-    healthModule({ ...health, websocket: channels.websocket, sessions }),
+    healthModule({ ...health, websocket: channels.websocket, sessions, mcp: mcp.health }),
     sessionsModule(sessions, bus, agents.sessionOrigin),
     agents.module,
     openAiModule({ messages, ids, clock, replyTimeoutMs, agents: agents.roster }),
-    mcpModule({ config, logger, clock, tools }),
+    mcp.module,
+    subscriptions.module,
     pairingModule(pairing, config),
     cronModule({ store, clock, ids, bus, scheduler: cron }),
     channelsModule(channels),
@@ -191,6 +188,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     { name: 'extensions', routes: options.extraRoutes ?? [], tools: options.tools ?? [] },
     dashboardModule({ guard, logger, root: options.dashboardRoot }),
     { name: 'search', stop: { backends: () => search.close() } },
+    tracing.module, // flushes the last turns' spans, then shuts the SDK down
   ];
   const routes: RouteDef[] = routesOf(modules);
   for (const tool of toolsOf(modules)) tools.register(tool);
@@ -217,12 +215,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     { name: 'logs', stop: { logs: () => (options.logs ? undefined : logs.close()) } },
     { name: 'instance', stop: { logs: () => instance.release() } },
   );
-  // The agents' tool lists name tools the gateway has (DECISIONS §17): known only now that every module gave its own.
-  const toolIssues = toolNameIssues(config, tools.names());
-  if (toolIssues.length > 0) {
-    await stopModules(modules, 0);
-    throw new ConfigError(toolIssues);
-  }
+  const toolIssues = toolNameIssues(config, tools.names()); // agents name tools the modules gave (DECISIONS §17)
+  if (toolIssues.length > 0) await refuseModules(modules, new ConfigError(toolIssues));
   await startModules(modules, app);
 
   let shutdownPromise: Promise<void> | null = null;
@@ -242,7 +236,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   internalsOf.set(gateway, {
     store, guard, audit, routes, messages, provider, bus, metrics, cron, settings, channels: channels.registry,
     pairing, websocket: channels.websocket, webhook: channels.webhook, tasks, isDraining,
-    beginDrain: () => void (draining = true), cluster,
+    beginDrain: () => void (draining = true), cluster, tracing,
   });
   return gateway;
 }

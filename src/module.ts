@@ -58,3 +58,9 @@ export async function stopModules(modules: readonly GatewayModule[], graceMs: nu
     for (const module of modules) await module.stop?.[phase]?.(graceMs);
   }
 }
+
+/** Refuses a start once the modules are built and none has started: stops every one, then throws `err`. */
+export async function refuseModules(modules: readonly GatewayModule[], err: Error): Promise<never> {
+  await stopModules(modules, 0);
+  throw err;
+}

@@ -3,7 +3,6 @@ import type { SessionOrigin, SessionOriginPolicy } from '../sessions/index.js';
 import type { Inbound } from '../turns/index.js';
 import type { AgentRoster } from './agent-roster.js';
 
-
 /**
  * Who a new session belongs to and which agent runs it, for the message path
  * and for POST /sessions (DECISIONS §17-18): the agent asked for, else the

@@ -9,6 +9,7 @@ import { registerMcp } from './commands/mcp.js';
 import { registerPair } from './commands/pair.js';
 import { registerSecurity } from './commands/security.js';
 import { registerStatus } from './commands/status.js';
+import { registerSubscriptions } from './commands/subscriptions.js';
 import { registerToken } from './commands/token.js';
 import { registerWhoami } from './commands/whoami.js';
 import { CliError, EXIT, type CliIo } from './io.js';
@@ -49,6 +50,7 @@ export function buildProgram(io: CliIo, onServing: () => void = () => undefined)
   registerWhoami(program, io);
   registerAgents(program, io);
   registerMcp(program, io);
+  registerSubscriptions(program, io);
   registerDoctor(program, io);
   registerSecurity(program, io);
   return program;

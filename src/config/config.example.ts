@@ -100,7 +100,7 @@ function valueAt(object: unknown, path: readonly string[]): unknown {
 
 /** A value as YAML on one line (flow style; JSON, which is YAML, when the YAML form would take several lines). */
 export function yamlInline(value: unknown): string {
-  const text = stringify(value, { collectionStyle: 'flow', lineWidth: 0 }).trimEnd();
+  const text = stringify(value, { collectionStyle: 'flow', flowCollectionPadding: false, lineWidth: 0 }).trimEnd();
   return text.includes('\n') ? JSON.stringify(value) : text;
 }
 

@@ -124,10 +124,7 @@ export const MCP_TOOL_PREFIX = 'mcp__';
  * (`mcp__<server>__<tool>`; its tools are listed only once it runs); a glob must match one of `known` or start
  * with `mcp__`. Each issue names the key.
  */
-export function toolNameIssues(
-  config: Pick<Config, 'agents' | 'mcp'>,
-  known: readonly string[],
-): ConfigIssue[] {
+export function toolNameIssues(config: Pick<Config, 'agents' | 'mcp'>, known: readonly string[]): ConfigIssue[] {
   const servers = Object.keys(config.mcp.servers);
   const names = (pattern: string): boolean => {
     if (pattern.startsWith(MCP_TOOL_PREFIX)) {

@@ -591,6 +591,65 @@ const tasksSchema = z
   .prefault({})
   .meta(about('The background task runner.'));
 
+/** A wait of a retry schedule: seconds, or a duration (`5s`, `5m`, `2h`, `1d`); seconds once parsed. */
+const retryWait = z
+  .union([
+    z.number().int().min(1),
+    z.string().regex(/^[1-9][0-9]{0,5}(s|m|h|d)$/, 'must be seconds or a duration such as "5s", "5m", "2h" or "1d"'),
+  ])
+  .transform((wait) =>
+    typeof wait === 'number'
+      ? wait
+      : Number(wait.slice(0, -1)) * { s: 1, m: 60, h: 3600, d: 86_400 }[wait.slice(-1) as 's'],
+  )
+  .pipe(z.number().int().min(1).max(604_800, 'must be at most 7 days'));
+
+const subscriptionsSchema = z
+  .strictObject({
+    allow_private_targets: z
+      .boolean()
+      .default(false)
+      .meta(
+        about(
+          'Let subscription URLs resolve to loopback, private, link-local and other non-public addresses (a',
+          'receiver on this machine or the LAN). Cloud metadata addresses stay refused.',
+        ),
+      ),
+    allow_http: z.boolean().default(false).meta(about('Accept http:// subscription URLs; only https:// otherwise.')),
+    retry_schedule: z
+      .array(retryWait)
+      .min(1)
+      .max(20)
+      .prefault(['5s', '5m', '30m', '2h', '5h', '10h', '10h'])
+      .meta(
+        about(
+          'Waits before each retry of a delivery that timed out, failed to connect or was answered other than 2xx,',
+          'in seconds or as durations ("5s", "5m", "2h", "1d"); after the last one the delivery is failed (listed',
+          'and retryable by hand).',
+        ),
+      ),
+    timeout_seconds: z
+      .number()
+      .positive()
+      .max(300)
+      .default(10)
+      .meta(about('How long one attempt (connect, send, answer) may take before it counts as failed.')),
+    max_concurrent: positiveInt.max(256).default(8).meta(about('Delivery attempts in flight at once per gateway.')),
+    max_body_bytes: positiveInt
+      .max(16 * 1024 * 1024)
+      .default(262_144)
+      .meta(about("Largest event body sent; a larger event's data is replaced by a note saying it was cut.")),
+    max_response_bytes: positiveInt
+      .max(1_048_576)
+      .default(4096)
+      .meta(about("Bytes of a receiver's answer read; the rest is discarded unread.")),
+    keep_deliveries: positiveInt
+      .default(1000)
+      .meta(about('Finished deliveries kept per subscription; older delivered and failed ones are removed.')),
+  })
+  .prefault({})
+  .meta(about('Event subscriptions: signed webhooks sent to subscribers (DECISIONS §20).'));
+
 const logsSchema = z
   .strictObject({
     level: z.enum(logLevels).default('info').meta(about('Lines below this level are not logged.')),
@@ -600,6 +659,44 @@ const logsSchema = z
   })
   .prefault({})
   .meta(about('Logging: JSON lines on standard output, day files in data_dir/logs/, GET /logs.'));
+
+const tracingSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(false)
+      .meta(
+        about(
+          'Export one OpenTelemetry trace per turn over OTLP/HTTP (DECISIONS §21). Also turned on by',
+          'OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT; OTEL_SDK_DISABLED=true turns it off.',
+        ),
+      ),
+    endpoint: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+      .nullable()
+      .default(null)
+      .meta(
+        about(
+          'The OTLP/HTTP traces URL (http://collector:4318/v1/traces). Null: the standard OTEL_EXPORTER_OTLP_*',
+          'variables decide, else http://localhost:4318/v1/traces.',
+        ),
+      ),
+    service_name: nonEmpty
+      .nullable()
+      .default(null)
+      .meta(about('The `service.name` of the traces; null: OTEL_SERVICE_NAME, else "gatehouse".')),
+    capture_content: z
+      .boolean()
+      .default(false)
+      .meta(
+        about(
+          'Put message text, model input and output and tool arguments and results on spans. Off: spans carry',
+          'ids (event, session, agent, principal), names and counts only.',
+        ),
+      ),
+  })
+  .prefault({})
+  .meta(about('OpenTelemetry tracing of turns; the standard OTEL_* variables configure the exporter and sampler.'));
 
 /** A tool allow/deny pair (names or globs). */
 const toolFilterSchema = z
@@ -643,10 +740,7 @@ const mcpServerSchema = z
       .meta(about('http: headers sent on every request (values are secrets: Authorization and the like).')),
     tools: toolFilterSchema.meta(about("Which of the server's tools the agents are offered, by the server's names.")),
     approval: z
-      .union([
-        z.enum(['never', 'always']),
-        z.record(nonEmpty, z.enum(['never', 'always'])),
-      ])
+      .union([z.enum(['never', 'always']), z.record(nonEmpty, z.enum(['never', 'always']))])
       .default('never')
       .meta(
         about(
@@ -698,7 +792,7 @@ const mcpSchema = z
       ),
     max_output_bytes: positiveInt
       .default(262_144)
-      .meta(about("A tool result longer than this is cut, with a note to the model that it was.")),
+      .meta(about('A tool result longer than this is cut, with a note to the model that it was.')),
     server: z
       .strictObject({
         enabled: z.boolean().default(true).meta(about('Serve /mcp (Streamable HTTP) to api tokens.')),
@@ -749,7 +843,9 @@ export const configSchema = z.strictObject({
   mcp: mcpSchema,
   channels: channelsSchema,
   tasks: tasksSchema,
+  subscriptions: subscriptionsSchema,
   logs: logsSchema,
+  tracing: tracingSchema,
 });
 
 /** The validated, fully defaulted configuration. */

@@ -13,7 +13,14 @@ export {
   type ToolCallReport,
   type TurnTotals,
 } from './agent.js';
-export { ASK_USER_TOOL, ToolRegistry, type AgentTool, type ToolContext, type ToolSet, type ToolSource } from './tools.js';
+export {
+  ASK_USER_TOOL,
+  ToolRegistry,
+  type AgentTool,
+  type ToolContext,
+  type ToolSet,
+  type ToolSource,
+} from './tools.js';
 export {
   BUILTIN_PRICES,
   costNanoUsd,

@@ -536,6 +536,41 @@ export function checkMcpPrivateTargets(config: Config): SecurityFinding[] {
   ];
 }
 
+/**
+ * `subscriptions.allow_private_targets` (warning): subscription URLs may
+ * resolve to loopback, private and link-local addresses, so whoever holds an
+ * admin token can make the gateway POST signed events to services of this
+ * machine or the LAN (SSRF). `subscriptions.allow_http` (warning): events,
+ * which carry message text and replies, may travel unencrypted.
+ */
+export function checkSubscriptionTargets(config: Config): SecurityFinding[] {
+  const found: SecurityFinding[] = [];
+  if (config.subscriptions.allow_private_targets) {
+    found.push(
+      finding(
+        'subscriptions.allow_private_targets',
+        'warning',
+        'subscriptions.allow_private_targets is true, so a subscription URL may resolve to loopback, private and ' +
+          'link-local addresses: the gateway then sends its event POSTs to services on this machine or the LAN ' +
+          '(SSRF). Cloud metadata addresses stay refused.',
+        'Set subscriptions.allow_private_targets: false unless a receiver must run on this machine or the LAN.',
+      ),
+    );
+  }
+  if (config.subscriptions.allow_http) {
+    found.push(
+      finding(
+        'subscriptions.allow_http',
+        'warning',
+        'subscriptions.allow_http is true, so events (message text and replies included) may be sent over plain ' +
+          'HTTP, readable and alterable on the way; the signature proves the sender, it hides nothing.',
+        'Set subscriptions.allow_http: false and give receivers https:// URLs.',
+      ),
+    );
+  }
+  return found;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Agents (DECISIONS §17) and the principals that use them (§18)
 // ---------------------------------------------------------------------------------------------------------------
@@ -627,6 +662,7 @@ export function auditConfig(config: Config): SecurityFinding[] {
     ...checkMcpTransport(config),
     ...checkMcpEnvironment(config),
     ...checkMcpPrivateTargets(config),
+    ...checkSubscriptionTargets(config),
     ...checkAgentApprovals(config),
     ...checkSharedMemory(config),
   ];

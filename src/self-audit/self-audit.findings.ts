@@ -50,6 +50,8 @@ export const FINDINGS = {
   'mcp.plain_http': 'An MCP server is reached over plain HTTP off loopback',
   'mcp.inherit_env': "A stdio MCP server receives the gateway's whole environment",
   'mcp.allow_private_targets': 'MCP servers may be reached on this machine and the LAN',
+  'subscriptions.allow_private_targets': 'Event subscriptions may call this machine and the LAN',
+  'subscriptions.allow_http': 'Event subscriptions may be sent over plain HTTP',
   'agents.tools_without_approval': 'An agent may call every tool with no approval required',
   'agents.memory_shared': "An agent's memory is shared between principals",
   'data.world_accessible': 'Files in the data dir are open to other users',

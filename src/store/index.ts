@@ -31,4 +31,4 @@ export { StoreFaults, type StoreFaultMode } from './store-faults.js';
 export { getMeta, setMeta } from './meta.repo.js';
 export { prepared, preparedSql, PreparedQuery } from './prepared.js';
 export { type Migration } from './migrate.js';
-export { type Store, type StoreDriver, type StoreOptions, createStore, openStore } from './store.js';
+export { type Store, type StoreDriver, type StoreOptions, createStore, openStore, storageOf } from './store.js';

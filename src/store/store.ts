@@ -43,6 +43,15 @@ export interface StoreOptions {
   onConnectionError?: (error: Error) => void;
 }
 
+/** Where a configuration keeps its data (`storage.driver`, `storage.url`, `data_dir`), as StoreOptions name it. */
+export function storageOf(config: { data_dir: string; storage: { driver: StoreDriver; url: string | null } }): {
+  driver: StoreDriver;
+  dataDir: string;
+  url: string | null;
+} {
+  return { driver: config.storage.driver, dataDir: config.data_dir, url: config.storage.url };
+}
+
 /** The database behind the gateway; repositories take `db` (or a transaction) as their executor. */
 export interface Store {
   readonly driver: StoreDriver;

@@ -1,9 +1,12 @@
+import { createHash } from 'node:crypto';
 import { principalKeyPart } from '../sessions/index.js';
 import type { Principal } from '../http/route.js';
 import type { KeySources, ScopeKind } from '../idempotency/index.js';
+import type { IdGenerator } from '../lib/ids.js';
 
 /** Where a message came in: the ledger's `source`. */
-export type InboundSource = 'api' | 'session' | 'websocket' | 'webhook' | 'platform' | 'task' | 'cron' | 'openai';
+export type InboundSource =
+  'api' | 'session' | 'websocket' | 'webhook' | 'platform' | 'task' | 'cron' | 'openai' | 'mcp';
 
 /**
  * One earlier message a request carries as its own conversation (the
@@ -13,6 +16,28 @@ export type InboundSource = 'api' | 'session' | 'websocket' | 'webhook' | 'platf
 export interface ContextMessage {
   role: 'system' | 'user' | 'assistant';
   content: string;
+}
+
+/** W3C trace context of the request that carried a message: its headers, or a WebSocket frame's field. */
+export interface TraceCarrier {
+  readonly traceparent?: string | string[] | undefined;
+  readonly tracestate?: string | string[] | undefined;
+  /** Other headers of the request, unread. */
+  readonly [header: string]: string | string[] | undefined;
+}
+
+/**
+ * A turn's trace as the ledger stores it with the turn (`payload.trace`): its trace id, the id of its
+ * `gatehouse.turn` span, the caller's span (the turn span's parent) when the request carried one, the trace
+ * flags and state, and when the acceptance began (epoch ms, the turn span's start).
+ */
+export interface StoredTrace {
+  trace_id: string;
+  span_id: string;
+  parent_span_id?: string;
+  flags: number;
+  tracestate?: string;
+  start_ms: number;
 }
 
 /** At most this many context messages on one inbound message. */
@@ -65,6 +90,8 @@ export interface Inbound {
    * of the idempotency content when present.
    */
   context?: readonly ContextMessage[];
+  /** The W3C trace context the request carried (its headers, or a frame's `traceparent`), read when tracing is on. */
+  trace?: TraceCarrier;
 }
 
 /**
@@ -110,6 +137,8 @@ export interface InboundPayload {
   source: string;
   /** The request's own earlier messages, when it carried them (`Inbound.context`). */
   context?: ContextMessage[];
+  /** The turn's trace (DECISIONS §21), when the accepting gateway traces: continued by whichever process runs it. */
+  trace?: StoredTrace;
 }
 
 /** The ledger's record of an inbound message (`payload`): the wire's snake_case fields. */
@@ -136,4 +165,16 @@ export function sessionKeyFor(
   principal: Pick<Principal, 'id'> | null = null,
 ): string {
   return `gateway:${platform}${principalKeyPart(principal)}:${chatId}`;
+}
+
+/**
+ * The chat id of a conversation its caller did not name (the OpenAI-compatible API, the MCP server's
+ * `send_message`): `~` plus a new id, or, for a keyed request, a hash of the principal's idempotency scope and the
+ * (validated) key, so a retry lands in the same session and therefore the same idempotency scope. Named chat ids
+ * never start with `~`, so the two never meet.
+ */
+export function unnamedChatId(principal: Pick<Principal, 'scope'>, key: string | undefined, ids: IdGenerator): string {
+  if (key === undefined) return `~${ids.next('chat')}`;
+  const digest = createHash('sha256').update(principal.scope).update('\u0000').update(key).digest('hex');
+  return `~k${digest.slice(0, 32)}`;
 }

@@ -10,6 +10,7 @@ export {
   MAX_CONTEXT_MESSAGES,
   payloadOf,
   sessionKeyFor,
+  unnamedChatId,
   type Admission,
   type ContextMessage,
   type AdmissionSlot,
@@ -20,6 +21,8 @@ export {
 } from './inbound.js';
 export { type FollowOptions } from './turn-follow.js';
 export type { SpendCap } from './turn-ports.js';
+export type { EventOutbox, OutboxEvent } from './turn-outbox.js';
+export type { StoredTrace, TraceCarrier, TracedTurn, TurnIds, TurnTrace, TurnTracer } from './turn-trace.js';
 export type { SessionAgent } from './turn-runner.js';
 export {
   PAUSED_STATUSES,

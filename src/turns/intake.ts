@@ -12,11 +12,14 @@ import {
   type Original,
 } from '../idempotency/index.js';
 import type { IdentityCheck } from '../security/identity.js';
-import { ensureSession, ownerScope, ownsSession, type SessionOrigin } from '../sessions/index.js';
-import type { Store } from '../store/index.js';
-import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type Submitted } from './inbound.js';
+import { ensureSession, ownerScope, ownsSession, presentSession, type SessionOrigin } from '../sessions/index.js';
+import type { Transaction } from 'kysely';
+import type { Database, Store } from '../store/index.js';
+import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type StoredTrace, type Submitted } from './inbound.js';
+import type { EventOutbox, OutboxEvent } from './turn-outbox.js';
 import type { TurnQueue } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
+import type { TurnTracer } from './turn-trace.js';
 import type { TurnPath } from './turn-path.js';
 import { insertTurn } from './turns.repo.js';
 
@@ -36,6 +39,10 @@ export interface IntakeOptions {
   onAccepted?: (sessionKey: string, eventId: string) => void;
   /** Where each turn's moments are marked (`Server-Timing`). */
   timings?: TurnTimings;
+  /** Tracing (DECISIONS §21): the turn's trace begins here and is stored with it; null or absent when off. */
+  tracer?: TurnTracer | null;
+  /** Event subscriptions (DECISIONS §20): `message.received` and `session.created` written with the acceptance. */
+  outbox?: EventOutbox | null;
   /**
    * Who a session this message creates belongs to and which agent runs it
    * (DECISIONS §17-18); throws the entry point's 4xx for a requested agent
@@ -75,9 +82,10 @@ export class Intake {
       });
     }
     const keyed = this.keyedRequest(inbound);
+    const trace = this.options.tracer?.begin(inbound);
     const slot = inbound.admission?.admit(keyed ? this.options.idempotency.derivedEventId(keyed) : null);
     try {
-      const submitted = await this.accept(inbound, keyed);
+      const submitted = await this.accept(inbound, keyed, trace);
       if (submitted.replay) slot?.release();
       else slot?.hold(submitted.eventId);
       return submitted;
@@ -100,7 +108,21 @@ export class Intake {
     return { scope, key, fingerprint: contentFingerprint(sources.scope, inbound), wait: inbound.wait };
   }
 
-  private async accept(inbound: Inbound, keyed: KeyedRequest | null): Promise<Submitted> {
+  /** Set once an acceptance wrote deliveries; the worker is woken after the commit. */
+  private reported = false;
+
+  /**
+   * Writes the deliveries of the events someone subscribes to, in the acceptance's transaction. Nobody
+   * subscribed: `events` is not even built, and no statement runs.
+   */
+  private async report(trx: Transaction<Database>, events: () => OutboxEvent[]): Promise<void> {
+    const outbox = this.options.outbox;
+    if (!outbox || !(outbox.wants('message.received') || outbox.wants('session.created'))) return;
+    const wanted = events().filter((event) => outbox.wants(event.type));
+    if (wanted.length > 0 && (await outbox.write(trx, wanted)) > 0) this.reported = true;
+  }
+
+  private async accept(inbound: Inbound, keyed: KeyedRequest | null, trace?: StoredTrace): Promise<Submitted> {
     const { store, clock, queue, idempotency } = this.options;
     const origin = this.options.originOf?.(inbound) ?? {};
     const scope = ownerScope(inbound.principal);
@@ -121,6 +143,7 @@ export class Intake {
     const nowMs = clock.now();
     const now = isoTime(nowMs);
     const payload = payloadOf(inbound);
+    if (trace) payload.trace = trace;
     const outcome = await store.writer.run(
       async (trx) => {
         let eventId = keyed ? idempotency.derivedEventId(keyed) : this.options.ids.next('evt');
@@ -138,7 +161,10 @@ export class Intake {
           owner: this.options.owner,
           now,
         });
-        if (accepted) return { created: true as const, inserted: true, eventId, seq: accepted.seq };
+        if (accepted) {
+          await this.report(trx, () => received(eventId, inbound, now));
+          return { created: true as const, inserted: true, eventId, seq: accepted.seq };
+        }
         const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now, ...origin });
         // Another principal's session is as absent as none (DECISIONS §18); the transaction writes nothing.
         if (!ownsSession(scope, session.principal)) throw errors.notFound('session');
@@ -159,6 +185,14 @@ export class Intake {
           await idempotency.repoint(trx, keyed, eventId);
           turn = await insert();
         }
+        if (turn.inserted) {
+          // A session made (or revived) by this acceptance starts now with no message.
+          const fresh = session.createdAt === now && session.messageCount === 0;
+          await this.report(trx, () => [
+            ...(fresh ? [{ type: 'session.created', timestamp: now, data: presentSession(session) }] : []),
+            ...received(eventId, inbound, now),
+          ]);
+        }
         return { created: true as const, inserted: turn.inserted, eventId, seq: turn.turn.seq };
       },
       // An acknowledgement goes ahead of the background turns' writes.
@@ -166,8 +200,17 @@ export class Intake {
     );
 
     if (!outcome.created) return replayOf(inbound, outcome.original);
+    if (this.reported) {
+      this.reported = false;
+      this.options.outbox?.committed();
+    }
     const eventId = outcome.eventId;
     this.options.timings?.mark(eventId, 'accepted');
+    if (trace && outcome.inserted) {
+      const principal = inbound.principal?.id ?? null;
+      const ids = { eventId, sessionKey: inbound.sessionKey, source: inbound.source, channel: inbound.channel };
+      this.options.tracer?.accepted({ ...ids, principal }, trace, inbound.text);
+    }
     if (keyed) idempotency.remember(keyed, { eventId, sessionKey: inbound.sessionKey });
     // The event is durable: queue it even if the queue filled meanwhile. If the process dies
     // first, start-up recovery finds it `accepted` and runs it — it is never lost.
@@ -178,6 +221,13 @@ export class Intake {
     }
     return { eventId, sessionKey: inbound.sessionKey, replay: false, answer: inbound.wait ? 'result' : 'ack' };
   }
+}
+
+/** `message.received`: the accepted message as its turn holds it (DECISIONS §20). */
+function received(eventId: string, inbound: Inbound, now: string): OutboxEvent[] {
+  const { sessionKey, channel, platform, userId, chatId, source, text } = inbound;
+  const data = { event_id: eventId, session_key: sessionKey, channel, platform, user_id: userId, chat_id: chatId };
+  return [{ type: 'message.received', timestamp: now, data: { ...data, source, text, received_at: now } }];
 }
 
 /** spec rules 3, 5 and 6: a retry answers as its original did, and waits when either of them waits. */

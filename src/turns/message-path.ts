@@ -20,6 +20,8 @@ import { TurnReconciler } from './turn-reconciler.js';
 import { realTimers, type Timers } from './timers.js';
 import { lastTurnEventSeq } from './turn-events.repo.js';
 import { TurnTimings, type TurnMarks } from './turn-timings.js';
+import type { EventOutbox } from './turn-outbox.js';
+import type { TurnTracer } from './turn-trace.js';
 import { ContextCache } from './context-cache.js';
 import { TurnRunner, type SessionAgent } from './turn-runner.js';
 import type { ChatCommand } from './turn-commands.js';
@@ -56,6 +58,8 @@ const SESSION_ELSEWHERE_POLL_MS = 1_000;
 export interface MessagePath {
   /** This process's instance id (ledger and task `owner`). */
   readonly owner: string;
+  /** Event subscriptions' outbox (DECISIONS §20): tasks, cron and channels write their deliveries through it. */
+  readonly outbox: EventOutbox | null;
   /**
    * Identity check, key rules, idempotency claim or replay, ledger
    * `accepted` (committed), then the turn queue. Answers what the entry
@@ -176,6 +180,10 @@ export interface MessagePathOptions {
   onSessionFree?: (sessionKey: string) => void;
   /** Asks the other processes to interrupt a turn that does not run here; true when the request went out. */
   interruptElsewhere?: (eventId: string, reason: string) => boolean;
+  /** Tracing of turns (DECISIONS §21); null or absent when it is off. */
+  tracer?: TurnTracer | null;
+  /** Event subscriptions (DECISIONS §20): deliveries written in the commits of what they report. */
+  outbox?: EventOutbox | null;
 }
 
 /** Turn event types another process may send (DECISIONS §5). */
@@ -240,6 +248,8 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     hub,
     waiters,
     timings,
+    tracer: options.tracer ?? null,
+    outbox: options.outbox ?? null,
     // The context windows of active sessions stay in memory where this process is the database's one writer.
     ...(store.shared ? {} : { contextCache: new ContextCache(CONTEXT_WINDOW) }),
     idempotency,
@@ -287,6 +297,8 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     checkIdentity: options.checkIdentity,
     owner,
     timings,
+    tracer: options.tracer ?? null,
+    outbox: options.outbox ?? null,
     ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
     ...(options.agents ? { originOf: (inbound: Inbound) => options.agents!.originOf(inbound) } : {}),
   });
@@ -392,6 +404,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
 
   return {
     owner,
+    outbox: options.outbox ?? null,
     submit: (inbound) => intake.submit(inbound),
     follow,
     waitFor: async (eventId, timeoutMs, signal, until) => {

@@ -68,6 +68,7 @@ export function messageRoutes(path: Pick<MessagePath, 'submit' | 'waitFor' | 'ti
           ...(body.agent !== undefined ? { agent: body.agent } : {}),
           identity: { ip: ctx.ip, loopbackTrusted: ctx.loopbackTrusted },
           idempotency: { scope: 'principal', headers: ctx.request.headers, field: body.idempotency_key },
+          trace: ctx.request.headers, // traceparent, tracestate (DECISIONS §21)
           wait,
           // A waited answer is the outcome alone: its acceptance rides on the turn's durable commits.
           outcomeOnly: true,

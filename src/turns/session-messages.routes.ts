@@ -90,6 +90,7 @@ export function sessionMessageRoutes(deps: SessionMessageRoutesDeps): RouteDef[]
           // Addressed by session key under a token: no platform user speaks (DECISIONS §4 checks platform users).
           identity: 'skip',
           idempotency: { scope: 'principal', headers: ctx.request.headers },
+          trace: ctx.request.headers, // traceparent, tracestate (DECISIONS §21)
           wait: true,
         });
         const accept = String(ctx.request.headers.accept ?? '');

@@ -12,12 +12,14 @@ import { ProviderError, type AgentOutcome, type TurnTotals } from '../runtime/in
 import { StoreUnavailableError, type Store } from '../store/index.js';
 import type { ContextCache } from './context-cache.js';
 import type { TurnEventHub, TurnEventType } from './turn-events.js';
+import type { EventOutbox, OutboxEvent } from './turn-outbox.js';
 import { TurnTakenOverError, type OutcomeCommit, type TurnPath } from './turn-path.js';
 import type { JobResult } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
+import type { TurnTrace } from './turn-trace.js';
 import type { TurnWaiters } from './turn-waiters.js';
 import type { TurnWrites } from './turn-writes.js';
-import { messageView } from './turns.presenter.js';
+import { messageView, presentTurn } from './turns.presenter.js';
 import type { TerminalTurnStatus } from './turn-status.js';
 import type { TurnRecord } from './turns.repo.js';
 
@@ -43,6 +45,8 @@ export interface TurnFinishDeps {
   onOutcome?: (status: string, durationMs: number) => void;
   /** Told once a turn of `sessionKey` ended or paused and its outcome is stored (the session may go on). */
   onSessionFree?: (sessionKey: string) => void;
+  /** Event subscriptions (DECISIONS §20): the outcome's deliveries are written in its commit. */
+  outbox?: EventOutbox | null;
 }
 
 /** True when `err` (or an error it wraps) says the store cannot be reached or cannot write right now. */
@@ -70,11 +74,12 @@ export async function settleOutcome(
   outcome: AgentOutcome,
   startedMs: number,
   writes: TurnWrites,
-  options: { metrics?: boolean } = {},
+  options: { metrics?: boolean; trace?: TurnTrace | null } = {},
 ): Promise<JobResult> {
   let records: Array<TurnRecord | null>;
+  const trace = options.trace ?? null;
   try {
-    records = await finishTurns(deps, eventIds, outcome, writes);
+    records = await finishTurns(deps, eventIds, outcome, writes, trace);
     for (const message of writes.messages) {
       deps.contextCache?.append(message.sessionKey, message.contextEpoch, [message]);
     }
@@ -97,7 +102,8 @@ export async function settleOutcome(
       { source: 'turns', event_id: eventIds[0], err: (err as Error).message },
       'store unavailable when ending the turn; its outcome is stored once it is back',
     );
-    return { retry: { kind: 'finish', eventId: eventIds[0]!, eventIds, outcome, startedMs, writes } };
+    const retried = { kind: 'finish' as const, eventId: eventIds[0]!, eventIds, outcome, startedMs, writes };
+    return { retry: trace ? { ...retried, trace } : retried };
   }
   for (const id of eventIds) deps.hub.release(id);
   if (options.metrics !== false) deps.onOutcome?.(outcome.status, deps.clock.now() - startedMs);
@@ -120,6 +126,7 @@ async function finishTurns(
   eventIds: string[],
   outcome: AgentOutcome,
   writes: TurnWrites,
+  trace: TurnTrace | null,
 ): Promise<Array<TurnRecord | null>> {
   const { store, path, hub, logger, waiters, timings } = deps;
   const now = isoTime(deps.clock.now());
@@ -208,14 +215,40 @@ async function finishTurns(
       idempotency: deps.idempotency,
     };
   }
-  const records = await store.writer.run((trx) => path.commitOutcome(trx, commit));
+  const outbox = deps.outbox ?? null;
+  const eventType = outcomeEventType(commit.status);
+  // Nothing subscribes: the commit is the outcome's own statements, not one more (ADR 0040).
+  const reported = eventType !== null && outbox !== null && outbox.wants(eventType);
+  let written = 0;
+  const records = await store.writer.run(async (trx) => {
+    const ended = await path.commitOutcome(trx, commit);
+    if (reported) {
+      // One delivery per turn this commit ended or paused; a repeated commit ends nothing and writes nothing.
+      const events: OutboxEvent[] = ended
+        .filter((record): record is TurnRecord => record !== null)
+        .map((record) => ({ type: eventType, timestamp: now, data: presentTurn(record) }));
+      written = events.length > 0 ? await outbox.write(trx, events) : 0;
+    }
+    return ended;
+  });
+  if (written > 0) outbox?.committed();
   timings?.mark(primary, 'stored');
+  trace?.stored();
   for (const record of records) if (record) waiters?.settled(record);
   for (const id of eventIds) {
     const final = finals.get(id)!;
     hub.publish(id, final.type, final.data, { stored: true });
   }
+  trace?.delivered(commit.status);
   return records;
+}
+
+/** The subscription event an outcome reports (DECISIONS §20), null for one no event names. */
+function outcomeEventType(status: string): string | null {
+  if (status === 'completed') return 'turn.completed';
+  if (status === 'failed') return 'turn.failed';
+  if (status === 'waiting_approval') return 'turn.waiting_approval';
+  return null;
 }
 
 /** The short cause of a provider failure (`ProviderError.reason`), for the failed turn's log line. */

@@ -1,6 +1,7 @@
 import type { AgentOutcome, PendingState } from '../runtime/index.js';
 import { realTimers, type Timers } from './timers.js';
 import type { TurnWrites } from './turn-writes.js';
+import type { TurnTrace } from './turn-trace.js';
 
 /**
  * A unit of work on a session: run an accepted turn (`seq`, its arrival order
@@ -19,6 +20,8 @@ export type TurnJob =
       startedMs: number;
       /** The reply and usage to store with the outcome (none when absent). */
       writes?: TurnWrites;
+      /** The run's trace, ended with the outcome (tracing on). */
+      trace?: TurnTrace;
     };
 
 /**

@@ -20,6 +20,7 @@ import { runChatCommand, type ChatCommand } from './turn-commands.js';
 import { isStoreUnavailable, settleOutcome, storeUnavailableOutcome, type TurnFinishDeps } from './turn-finish.js';
 import { turnPorts, type SpendCap } from './turn-ports.js';
 import type { JobResult, TurnJob } from './turn-queue.js';
+import type { TurnTrace, TurnTracer } from './turn-trace.js';
 import { noWrites, type TurnWrites } from './turn-writes.js';
 import { getTurn, type TurnRecord } from './turns.repo.js';
 
@@ -33,6 +34,8 @@ export interface SessionAgent {
   memoryOwner?: string;
   /** The principal owning the session (`ToolContext.principal`). */
   principal?: string;
+  /** The agent's id (spans of the turn, DECISIONS §21). */
+  agent?: string;
 }
 
 /** What the runner uses: what ending a turn uses, and what running one adds. */
@@ -57,6 +60,8 @@ export interface TurnRunnerOptions extends TurnFinishDeps {
    * A handler answers with the reply text; it checks its own permissions.
    */
   commands?: Record<string, ChatCommand>;
+  /** Tracing of turns (DECISIONS §21); null or absent when it is off. */
+  tracer?: TurnTracer | null;
 }
 
 /**
@@ -134,6 +139,7 @@ export class TurnRunner {
    */
   async run(sessionKey: string, job: TurnJob): Promise<JobResult> {
     this.options.timings?.mark(job.eventId, 'started');
+    this.options.tracer?.started(job.eventId);
     try {
       switch (job.kind) {
         case 'finish':
@@ -186,8 +192,11 @@ export class TurnRunner {
         await durable;
         this.claims.delete(job.eventId);
         const startedMs = this.options.clock.now();
+        const trace = this.options.tracer?.open(step.claimed, {}, false) ?? null;
+        trace?.claimed();
         const outcome = await runChatCommand(this.options, step.claimed, step.command);
-        return this.settle([step.claimed.eventId], outcome, startedMs, noWrites(), { metrics: false });
+        trace?.answered();
+        return this.settle([step.claimed.eventId], outcome, startedMs, noWrites(), { metrics: false, trace });
       }
       case 'answer': {
         this.claims.delete(job.eventId);
@@ -259,6 +268,7 @@ export class TurnRunner {
     const startedMs = this.options.clock.now();
     let effects = false;
     const writes = noWrites();
+    let trace: TurnTrace | null = null;
     for (const id of eventIds) this.running.set(id, controller);
     if (this.stopping !== null) controller.abort(this.stopping);
     try {
@@ -275,6 +285,11 @@ export class TurnRunner {
           : { options: this.options.agent, caps: [] };
         const agent = chosen.options;
         const provider = agent.provider;
+        if (this.options.tracer) {
+          const who = { principal: chosen.principal ?? null, agent: 'agent' in chosen ? (chosen.agent ?? null) : null };
+          // A resumed turn (approve, deny) continues the trace whose turn span its pause ended.
+          trace = this.options.tracer.open(turn, who, resume !== undefined && options.fresh !== true);
+        }
         // From the first model call on, the turn has had effects: a store failure then ends it (ADR 0014).
         const tracked: ModelProvider = {
           type: provider.type,
@@ -283,9 +298,10 @@ export class TurnRunner {
             if (!effects) {
               await options.beforeEffects;
               timings?.mark(primary, 'claimed');
+              trace?.claimed();
             }
             effects = true;
-            return provider.complete(request);
+            return trace ? trace.chat(provider, request) : provider.complete(request);
           },
         };
         const owners = {
@@ -293,7 +309,9 @@ export class TurnRunner {
           ...('principal' in chosen && chosen.principal !== undefined ? { principal: chosen.principal } : {}),
         };
         const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps, owners);
-        outcome = await runAgent({ ...agent, provider: tracked }, ports, controller.signal, resume);
+        const run = { ...agent, provider: tracked };
+        if (trace) run.tools = trace.tools(agent.tools);
+        outcome = await runAgent(run, ports, controller.signal, resume);
       } catch (err) {
         if (isStoreUnavailable(err)) {
           if (options.retryBeforeEffects && !effects && !resume) {
@@ -314,7 +332,8 @@ export class TurnRunner {
         }
       }
       timings?.mark(primary, 'answered');
-      return await this.settle(eventIds, outcome, startedMs, writes);
+      trace?.answered();
+      return await this.settle(eventIds, outcome, startedMs, writes, { trace });
     } finally {
       for (const id of eventIds) this.running.delete(id);
     }
@@ -326,7 +345,7 @@ export class TurnRunner {
     outcome: AgentOutcome,
     startedMs: number,
     writes: TurnWrites,
-    options: { metrics?: boolean } = {},
+    options: { metrics?: boolean; trace?: TurnTrace | null } = {},
   ): Promise<JobResult> {
     return settleOutcome(this.options, eventIds, outcome, startedMs, writes, options);
   }
@@ -334,7 +353,9 @@ export class TurnRunner {
   /** A `finish` job: the outcome the store refused, written now (first terminal status wins). */
   private async finishAgain(job: Extract<TurnJob, { kind: 'finish' }>): Promise<JobResult> {
     for (const id of job.eventIds) await this.options.hub.open(id);
-    const result = await this.settle(job.eventIds, job.outcome, job.startedMs, job.writes ?? noWrites());
+    const result = await this.settle(job.eventIds, job.outcome, job.startedMs, job.writes ?? noWrites(), {
+      trace: job.trace ?? null,
+    });
     return typeof result === 'object' ? { retry: job } : result;
   }
 }

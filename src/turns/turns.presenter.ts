@@ -51,7 +51,14 @@ export function presentTurn(turn: TurnRecord): Record<string, unknown> {
     started_at: turn.startedAt,
     finished_at: turn.finishedAt,
     updated_at: turn.updatedAt,
+    trace_id: traceIdOf(turn.payload),
   };
+}
+
+/** The trace id stored with a turn accepted while tracing was on (DECISIONS §21), else null. */
+function traceIdOf(payload: unknown): string | null {
+  const traceId = (payload as { trace?: { trace_id?: unknown } } | null)?.trace?.trace_id;
+  return typeof traceId === 'string' ? traceId : null;
 }
 
 /** The Message of a turn that reached an outcome (stored result, or rebuilt for paused turns). */

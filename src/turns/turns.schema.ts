@@ -37,6 +37,10 @@ export const turnSchema = z
     started_at: timestamp.nullable(),
     finished_at: timestamp.nullable(),
     updated_at: timestamp,
+    trace_id: z
+      .string()
+      .nullable()
+      .describe('The OpenTelemetry trace id of the turn (32 hex) when it was accepted with tracing on; null otherwise'),
   })
   .meta({ id: 'Turn', description: 'A turn of the ledger: one inbound message and its run' });
 

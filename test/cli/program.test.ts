@@ -12,7 +12,19 @@ describe('gatehouse: help, version and usage errors (the built binary)', () => {
   it('--help lists every command and the exit codes, exit 0', async () => {
     const run = await gatehouse(['--help']);
     expect(run.code).toBe(0);
-    for (const command of ['serve', 'init', 'chat', 'status', 'logs', 'pair', 'token', 'mcp', 'doctor', 'security']) {
+    for (const command of [
+      'serve',
+      'init',
+      'chat',
+      'status',
+      'logs',
+      'pair',
+      'token',
+      'mcp',
+      'subscriptions',
+      'doctor',
+      'security',
+    ]) {
       expect(run.stdout).toMatch(new RegExp(`^\\s+${command}\\b`, 'm'));
     }
     expect(run.stdout).toContain('Exit codes: 0 ok, 1 a failure or a critical finding, 2 usage.');

@@ -356,6 +356,7 @@ describe('health', () => {
         provider: { status: 'degraded', message: 'echo provider: offline answers, no model' },
         channels: { status: 'ok' },
         bus: { status: 'ok', message: 'local (in-process)' },
+        mcp: { status: 'ok' },
       },
     });
   });

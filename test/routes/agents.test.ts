@@ -241,7 +241,12 @@ describe('an agent naming a tool the gateway lacks (DECISIONS §17)', () => {
 
   it('is a 400 from PATCH /config naming the key; MCP tools of a configured server pass', async () => {
     const patch = (agent: Record<string, unknown>) =>
-      rig.inject({ method: 'PATCH', url: '/api/v1/config', headers: adminHeaders, payload: { agents: { main: agent } } });
+      rig.inject({
+        method: 'PATCH',
+        url: '/api/v1/config',
+        headers: adminHeaders,
+        payload: { agents: { main: agent } },
+      });
     const bad = await patch({ approval_required: ['memory_save', 'rm_rf'] });
     expect(bad.statusCode).toBe(400);
     expect(bad.json()).toMatchObject({

@@ -32,6 +32,7 @@ export const routes: readonly Route[] = [
   { name: 'cron', title: 'Cron', load: () => import('./pages/cron') },
   { name: 'channels', title: 'Channels', load: () => import('./pages/channels') },
   { name: 'mcp', title: 'MCP servers', load: () => import('./pages/mcp') },
+  { name: 'subscriptions', title: 'Subscriptions', load: () => import('./pages/subscriptions') },
   { name: 'analytics', title: 'Analytics', load: () => import('./pages/analytics') },
   { name: 'config', title: 'Config', load: () => import('./pages/config') },
   { name: 'logs', title: 'Logs', load: () => import('./pages/logs') },
