@@ -20,6 +20,7 @@ import { API_TOKEN, adminHeaders, startHarness, useHarness, type Harness } from 
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { testBackends } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
+import { startReceiver } from '../subscriptions/receiver.js';
 
 const PHASES = ['accept', 'queue', 'claim', 'chat gpt-4o-mini', 'persist', 'deliver'];
 
@@ -85,7 +86,10 @@ describe('tracing on (in process, SQLite)', async () => {
   const rig = useHarness(() => ({
     fake: { always: echoReply },
     tools: [probeTool],
-    config: { tracing: { enabled: true, endpoint: receiver.url } },
+    config: {
+      tracing: { enabled: true, endpoint: receiver.url },
+      subscriptions: { allow_private_targets: true, allow_http: true },
+    },
   }));
 
   it('a /message with a traceparent: one trace of the caller, gatehouse.turn under its span, every phase once under the turn, ids but no text', async () => {
@@ -277,6 +281,30 @@ describe('tracing on (in process, SQLite)', async () => {
       expect(one(spans, 'accept').attributes['gatehouse.source']).toBe('mcp');
     } finally {
       await client.close();
+    }
+  });
+
+  it("a subscription's delivery of turn.completed carries a traceparent of the turn's trace", async () => {
+    const hooks = await startReceiver();
+    try {
+      const created = await rig.inject({
+        method: 'POST',
+        url: '/api/v1/subscriptions',
+        headers: adminHeaders,
+        payload: { url: `${hooks.url}/hook`, events: ['turn.completed'] },
+      });
+      expect(created.statusCode).toBe(201);
+      const parent = caller();
+      const res = await rig.message(
+        { platform: 'cli', user_id: 'u1', chat_id: 'hooked', text: 'tell the hook', wait: true },
+        { traceparent: parent.traceparent },
+      );
+      expect(res.statusCode).toBe(200);
+      await until('the turn.completed delivery', () => hooks.received.some((r) => r.json.type === 'turn.completed'));
+      const delivery = hooks.received.find((r) => r.json.type === 'turn.completed')!;
+      expect(delivery.headers.traceparent).toMatch(new RegExp(`^00-${parent.traceId}-[0-9a-f]{16}-01$`));
+    } finally {
+      await hooks.close();
     }
   });
 
