@@ -193,9 +193,8 @@ export class TaskService {
         if (isFinished(target)) changes.finishedAt = now;
         if (target === 'completed' && patch.progress === undefined) changes.progress = 1;
       }
-      const updated = await this.options.store.writer.run((trx) =>
-        updateTask(trx, id, { expectedStatus: current.status, changes, now }),
-      );
+      const completes = target === 'completed' && current.status !== 'completed';
+      const updated = await this.commitUpdate(id, { expectedStatus: current.status, changes, now }, completes);
       if (!updated) continue; // the status moved under us: judge the PATCH against the new one
       if (target === 'cancelled' && current.status === 'running') this.interrupt(updated);
       this.emit(target !== current.status && isFinished(target) ? (target as TaskChangeEvent) : 'updated', updated);
@@ -267,18 +266,35 @@ export class TaskService {
       outcome.status === 'completed'
         ? { status: 'completed', progress: 1, result: outcome.result, finishedAt: now }
         : { status: 'failed', error: outcome.error, finishedAt: now };
+    const updated = await this.commitUpdate(
+      id,
+      { expectedStatus: 'running', changes, now },
+      outcome.status === 'completed',
+    );
+    if (updated) this.emit(outcome.status, updated);
+    return updated;
+  }
+
+  /**
+   * One update of a task in one commit, with its `task.completed` delivery (DECISIONS §20) in that commit when
+   * the update completes it (the runner's completion or a person's PATCH) and a subscription wants the event.
+   */
+  private async commitUpdate(
+    id: string,
+    input: { expectedStatus: TaskStatus; changes: TaskChanges; now: string },
+    completes: boolean,
+  ): Promise<TaskRecord | null> {
     const outbox = this.options.outbox ?? null;
-    const reported = outcome.status === 'completed' && outbox !== null && outbox.wants('task.completed');
+    const reported = completes && outbox !== null && outbox.wants('task.completed');
     let written = 0;
     const updated = await this.options.store.writer.run(async (trx) => {
-      const task = await updateTask(trx, id, { expectedStatus: 'running', changes, now });
+      const task = await updateTask(trx, id, input);
       if (task && reported) {
-        written = await outbox.write(trx, [{ type: 'task.completed', timestamp: now, data: presentTask(task) }]);
+        written = await outbox.write(trx, [{ type: 'task.completed', timestamp: input.now, data: presentTask(task) }]);
       }
       return task;
     });
     if (written > 0) outbox?.committed();
-    if (updated) this.emit(outcome.status, updated);
     return updated;
   }
 

@@ -65,6 +65,27 @@ describe('event sources', () => {
     expect(receiver!.received.every((r) => r.json.type === 'task.completed')).toBe(true);
   });
 
+  it('task.completed when a person completes a task with PATCH, once', async () => {
+    const { h } = await setUp(['task.completed']);
+    const created = await post(h, '/tasks', { title: 'file the report', assignee: 'alice' });
+    expect(created.statusCode).toBe(201);
+    const taskId = created.json<{ task: { id: string } }>().task.id;
+    const patch = (status: string) =>
+      h.inject({ method: 'PATCH', url: `/api/v1/tasks/${taskId}`, headers: adminHeaders, payload: { status } });
+    expect((await patch('running')).statusCode).toBe(200);
+    expect((await patch('completed')).statusCode).toBe(200);
+    const delivery = await received('task.completed');
+    expect(delivery.json.data).toMatchObject({ id: taskId, status: 'completed', progress: 1 });
+    expect((await patch('completed')).statusCode).toBe(200); // the same status: no change, nothing reported
+
+    const get = (url: string) => h.inject({ method: 'GET', url: `/api/v1${url}`, headers: adminHeaders });
+    const subscription = (await get('/subscriptions')).json<{ items: Array<{ id: string }> }>().items[0]!;
+    const deliveries = await get(`/subscriptions/${subscription.id}/deliveries`);
+    expect(deliveries.json<{ items: Array<{ event_type: string }> }>().items.map((d) => d.event_type)).toEqual([
+      'task.completed',
+    ]);
+  });
+
   it('cron.fired, written with the run it reports', async () => {
     const { h } = await setUp(['cron.fired']);
     const job = await post(h, '/cron', { schedule: '0 3 * * *', prompt: 'nightly' });
