@@ -5,6 +5,7 @@ import { instanceIdOf, instanceLockEvents } from './cluster/index.js';
 import { secretValues } from './config/config.redact.js';
 import { toolNameIssues, toolNamesCheck } from './config/config.references.js';
 import { openMcp } from './mcp/index.js';
+import { a2aModule } from './a2a/index.js';
 import { ConfigError } from './config/config.load.js';
 import { cronModule } from './cron/index.js';
 import { dashboardModule, isDashboardRoute } from './dashboard/index.js';
@@ -25,6 +26,7 @@ import { GatewayMetrics, metricsModule } from './metrics/index.js';
 import { refuseModules, routesOf, startModules, stopModules, toolsOf, type GatewayModule } from './module.js';
 import { openAiModule } from './openai/index.js';
 import { createPairingService, pairingModule } from './pairing/index.js';
+import { responsesModule } from './responses/index.js';
 import { createProvider, ToolRegistry } from './runtime/index.js';
 import { openScheduler } from './scheduler/index.js';
 import { createSearchEngine } from './search/index.js';
@@ -170,7 +172,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     sessionsModule(sessions, bus, agents.sessionOrigin),
     agents.module,
     openAiModule({ messages, ids, clock, replyTimeoutMs, agents: agents.roster }),
+    responsesModule({ messages, sessions, ids, replyTimeoutMs, agents: agents.roster }),
     mcp.module,
+    a2aModule({ config, logger, ids, messages, sessions, agents, guard, replyTimeoutMs }),
     subscriptions.module,
     pairingModule(pairing, config),
     cronModule({ store, clock, ids, bus, scheduler: cron }),

@@ -62,7 +62,7 @@ const modelListSchema = z.object({
  * The agent a model name selects (DECISIONS §17): `gatehouse` none (bindings and the default decide),
  * `gatehouse/<agent>` that agent when the principal may use it; anything else is OpenAI's 404 model_not_found.
  */
-function agentOfModel(model: string, usable: readonly string[]): string | undefined {
+export function agentOfModel(model: string, usable: readonly string[]): string | undefined {
   if (model === GATEHOUSE_MODEL) return undefined;
   const agent = model.startsWith(`${GATEHOUSE_MODEL}/`) ? model.slice(GATEHOUSE_MODEL.length + 1) : null;
   if (agent === null || !usable.includes(agent)) throw modelNotFound(model);

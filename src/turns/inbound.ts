@@ -6,7 +6,7 @@ import type { IdGenerator } from '../lib/ids.js';
 
 /** Where a message came in: the ledger's `source`. */
 export type InboundSource =
-  'api' | 'session' | 'websocket' | 'webhook' | 'platform' | 'task' | 'cron' | 'openai' | 'mcp';
+  'api' | 'session' | 'websocket' | 'webhook' | 'platform' | 'task' | 'cron' | 'openai' | 'mcp' | 'responses' | 'a2a';
 
 /**
  * One earlier message a request carries as its own conversation (the

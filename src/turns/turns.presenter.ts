@@ -52,7 +52,14 @@ export function presentTurn(turn: TurnRecord): Record<string, unknown> {
     finished_at: turn.finishedAt,
     updated_at: turn.updatedAt,
     trace_id: traceIdOf(turn.payload),
+    source: sourceOf(turn.payload),
   };
+}
+
+/** Where a turn's message came in (its inbound event's `source`: `api`, `openai`, `responses`…), else null. */
+function sourceOf(payload: unknown): string | null {
+  const source = (payload as { source?: unknown } | null)?.source;
+  return typeof source === 'string' ? source : null;
 }
 
 /** The trace id stored with a turn accepted while tracing was on (DECISIONS §21), else null. */

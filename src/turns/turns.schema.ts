@@ -41,6 +41,12 @@ export const turnSchema = z
       .string()
       .nullable()
       .describe('The OpenTelemetry trace id of the turn (32 hex) when it was accepted with tracing on; null otherwise'),
+    source: z
+      .string()
+      .nullable()
+      .describe(
+        'Where its message came in: `api`, `session`, `websocket`, `webhook`, `platform`, `task`, `cron`, `openai` (chat completions), `responses` (Responses API), `mcp`…',
+      ),
   })
   .meta({ id: 'Turn', description: 'A turn of the ledger: one inbound message and its run' });
 

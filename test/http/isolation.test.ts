@@ -58,10 +58,16 @@ const RULES: Record<string, Rule> = {
   'GET /metrics': 'shared',
   'GET /v1/models': 'shared',
   'POST /v1/chat/completions': 'creates',
+  'POST /v1/responses': 'creates',
+  'GET /v1/responses/:id': 'owned',
+  'POST /v1/responses/:id/cancel': 'owned',
   // JSON-RPC to the MCP server: its tools' isolation is asserted by test/mcp/server.test.ts.
   'POST /mcp': 'creates',
   'GET /mcp': 'shared',
   'DELETE /mcp': 'shared',
+  // JSON-RPC to A2A agents: its tasks' isolation is asserted by test/a2a/a2a.test.ts.
+  'POST /a2a': 'creates',
+  'POST /a2a/:agent': 'creates',
 };
 
 /** The owner's resources, found once: what `owned` paths name and `list` answers must (not) carry. */
@@ -128,6 +134,7 @@ describe('isolation matrix: every route × owner, another principal, admin', () 
       .replace(':event_id', mine.eventId)
       .replace(':task_id', mine.taskId)
       .replace(/\/memory\/:id$/, `/memory/${mine.memoryId}`)
+      .replace(/\/v1\/responses\/:id/, `/v1/responses/resp_${mine.eventId}`)
       .replace(/:[a-z_]+/g, 'x1')
       .replace(/\/analytics\/cost$/, '/analytics/cost?group_by=session'); // names sessions: the owner's must not show
 

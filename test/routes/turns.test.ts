@@ -55,6 +55,7 @@ describe('turn ledger API', () => {
           'finished_at',
           'updated_at',
           'trace_id',
+          'source',
         ].sort(),
       );
       expect(turn).toMatchObject({

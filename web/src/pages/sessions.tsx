@@ -32,6 +32,21 @@ interface TimelineItem {
   at: string;
 }
 
+/** The protocols a turn's message may come in through, as people name them (others show as the ledger has them). */
+const SOURCE_LABELS: Record<string, string> = {
+  openai: 'OpenAI chat completions (/v1/chat/completions)',
+  responses: 'OpenAI Responses API (/v1/responses)',
+  mcp: 'MCP',
+  a2a: 'A2A (Agent2Agent, /a2a)',
+  websocket: 'WebSocket',
+};
+
+/** How the inspector names where a turn came in. */
+function sourceLabel(source: string | null | undefined): string {
+  if (!source) return '—';
+  return SOURCE_LABELS[source] ?? source;
+}
+
 /** The turn inspector: the ledger record's timings and the turn's events, followed while it runs. */
 function TurnInspector({
   eventId,
@@ -153,6 +168,10 @@ function TurnInspector({
             <dd>
               <Badge status={turn.status} /> {following && !TERMINAL.has(turn.status) && <span>(following)</span>}
             </dd>
+          </div>
+          <div>
+            <dt class="muted">Came in through</dt>
+            <dd data-field="source">{sourceLabel(turn.source)}</dd>
           </div>
           <div>
             <dt class="muted">Termination reason</dt>
