@@ -61,6 +61,21 @@ function guardRequest(request: FastifyRequest): GuardRequest {
 }
 
 /**
+ * The error body writer of the route a path that Fastify could not route (a malformed %-escape in a parameter, an
+ * empty or dot-segment parameter, another method) was meant for: the route with its own error shape (OpenAI's,
+ * JSON-RPC) whose template has the path's segments, a parameter standing for any one, so `/v1/responses/%ZZ`
+ * still answers in OpenAI's shape.
+ */
+function errorBodyForPath(routes: readonly RouteDef[], path: string): ErrorBodyWriter | undefined {
+  const segments = path.split('/');
+  const fits = (template: string): boolean => {
+    const parts = template.split('/');
+    return parts.length === segments.length && parts.every((part, i) => part.startsWith(':') || part === segments[i]);
+  };
+  return routes.find((route) => route.errorBody && (route.absolutePaths ?? []).some(fits))?.errorBody;
+}
+
+/**
  * Builds the Fastify app (not listening). Every route passes one pipeline:
  * request id → draining gate → Origin/Host → token → rate group →
  * permission → schema validation → handler → one error handler.
@@ -88,7 +103,12 @@ export function buildHttpServer(options: HttpServerOptions) {
       const notFound = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
       const apiError = notFound ? new ApiError('NOT_FOUND', 'route not found') : errors.badRequest('malformed URL');
       const raw = reply as unknown as FastifyReply;
-      void raw.code(apiError.status).header('x-request-id', request.id).send(errorEnvelope(apiError, request.id));
+      const body = errorBodyForPath(options.routes, guardRequest(request).path);
+      const answer = body ? body(apiError, { requestId: request.id, conflict: false }) : null;
+      void raw
+        .code(apiError.status)
+        .header('x-request-id', request.id)
+        .send(answer ?? errorEnvelope(apiError, request.id));
     },
   });
   app.decorateRequest('gatehouse', null);
@@ -130,7 +150,11 @@ export function buildHttpServer(options: HttpServerOptions) {
   });
 
   app.setNotFoundHandler((request, reply) => {
-    void reply.code(404).send(errorEnvelope(new ApiError('NOT_FOUND', 'route not found'), request.id));
+    const error = new ApiError('NOT_FOUND', 'route not found');
+    const body = errorBodyForPath(options.routes, guardRequest(request).path);
+    void reply
+      .code(404)
+      .send(body ? body(error, { requestId: request.id, conflict: false }) : errorEnvelope(error, request.id));
   });
 
   app.addHook('onResponse', (request, reply, done) => {

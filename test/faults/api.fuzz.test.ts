@@ -118,7 +118,10 @@ function caseFor(route: RouteDef, url: string): fc.Arbitrary<Case> {
     .map(({ segments, query, body, token }) => {
       let path = url;
       params.forEach((param, i) => {
-        path = path.replace(param, segments[i] ?? 'x');
+        // A dot segment (`..`, `%2e%2e`) is resolved by the client's URL parser before it is sent: the request
+        // would name another path (`/v1/responses/..` is `/v1`), whose error shape is that path's, not this route's.
+        const segment = segments[i] ?? 'x';
+        path = path.replace(param, /^(\.|%2e){1,2}$/i.test(segment) ? `${segment}x` : segment);
       });
       // Never follow forever: streaming modes are asked for with a value that is not `true`.
       const search = Object.entries(query)
@@ -143,7 +146,10 @@ function openAiConforms(body: unknown): string | null {
   return e.param === null ? null : 'OpenAI error param is not null';
 }
 
-/** A JSON-RPC error object, on the MCP server's routes (DECISIONS §19, ADR 0038). */
+/** The routes that answer in JSON-RPC: the MCP server (DECISIONS §19) and A2A (§22). */
+const JSON_RPC_PATHS = new Set(['/mcp', '/a2a', '/a2a/:agent']);
+
+/** A JSON-RPC error object, on the JSON-RPC routes (ADR 0038, ADR 0042). */
 function jsonRpcConforms(body: unknown): string | null {
   const rpc = body as { jsonrpc?: unknown; error?: { code?: unknown; message?: unknown } };
   if (rpc.jsonrpc !== '2.0') return 'not a JSON-RPC 2.0 message';
@@ -164,7 +170,7 @@ function conforms(res: LightMyRequestResponse, route: RouteDef): string | null {
   } catch {
     return `error body is not JSON: ${res.body.slice(0, 200)}`;
   }
-  if (route.absolutePaths?.includes('/mcp')) return jsonRpcConforms(body);
+  if (route.absolutePaths?.some((path) => JSON_RPC_PATHS.has(path))) return jsonRpcConforms(body);
   if (route.errorBody) return openAiConforms(body);
   const error = (body as { error?: unknown }).error;
   if (res.statusCode === 409 && typeof error === 'string') return null;

@@ -168,6 +168,31 @@ describe('hostile input', () => {
     });
   });
 
+  describe('a path the router cannot take, on a route with its own error shape', () => {
+    it('answers in that shape: OpenAI error objects under /v1/responses, JSON-RPC under /a2a', async () => {
+      const ask = (method: 'GET' | 'POST', url: string) =>
+        t.inject({
+          method,
+          url,
+          headers: { ...apiHeaders, ...(method === 'POST' ? { 'content-type': 'application/json' } : {}) },
+          ...(method === 'POST' ? { payload: '{}' } : {}),
+        });
+      for (const url of ['/v1/responses/%ZZ', '/v1/responses/%E0%A4%A']) {
+        const res = await ask('GET', url);
+        expect(res.statusCode, url).toBe(400);
+        expect(res.json(), url).toMatchObject({ error: { message: expect.any(String), type: expect.any(String) } });
+      }
+      const unknown = await ask('GET', '/v1/responses/');
+      expect(unknown.statusCode).toBe(404);
+      expect(unknown.json()).toMatchObject({ error: { type: expect.any(String), param: null } });
+      const rpc = await ask('POST', '/a2a/%ZZ');
+      expect(rpc.statusCode).toBe(400);
+      expect(rpc.json()).toMatchObject({ jsonrpc: '2.0', error: { code: expect.any(Number) } });
+      const envelope = await ask('GET', '/api/v1/sessions/%ZZ');
+      expect(envelope.json()).toMatchObject({ error: { code: 'BAD_REQUEST', request_id: expect.any(String) } });
+    });
+  });
+
   describe('security: prototype words as ids', () => {
     const WORDS = ['__proto__', 'constructor', 'prototype', 'hasOwnProperty', 'toString', '__defineGetter__'];
 
