@@ -1,7 +1,7 @@
-// Builds dist/ with tsc when any source file is newer than the last build, so
+// Builds dist/ with tsc (and the bundle, below) when any source file is newer than the last build, so
 // `npm start` and `npm test` work on a fresh clone and stay fast on a built tree.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { cpSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -36,6 +36,27 @@ if (sources > built) {
     cwd: root,
   });
   writeFileSync(stamp, new Date().toISOString() + '\n');
+}
+
+// The bundle of the command line and the server (dist/bundle/, ADR 0044), which dist/src/main.js runs: esbuild
+// straight from the sources, a second or two. Rebuilt when a source, the lockfile (the bundled packages) or the
+// bundling script is newer than the last bundle, or when it is missing.
+const bundleStamp = join(root, 'dist', '.bundle-stamp');
+const bundleSources = Math.max(
+  newestMtime(join(root, 'src')),
+  statSync(join(root, 'package-lock.json')).mtimeMs,
+  statSync(join(root, 'scripts', 'bundle.mjs')).mtimeMs,
+);
+const bundled =
+  existsSync(bundleStamp) && existsSync(join(root, 'dist', 'bundle', 'cli.js')) ? statSync(bundleStamp).mtimeMs : 0;
+if (bundleSources > bundled) {
+  process.stderr.write('gatehouse: bundling (esbuild)…\n');
+  const startedAt = new Date();
+  const { bundle } = await import('./bundle.mjs');
+  await bundle();
+  // Stamped with the time bundling began: a source saved meanwhile is newer, and bundled next time.
+  writeFileSync(bundleStamp, startedAt.toISOString() + '\n');
+  utimesSync(bundleStamp, startedAt, startedAt);
 }
 
 // Static files served as they are (the API docs page: HTML, script, style sheet) sit beside the compiled

@@ -1,7 +1,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, fetch as undiciFetch, type RequestInit as UndiciRequestInit } from 'undici';
+import type * as Undici from 'undici';
+import type { Agent, buildConnector, RequestInit as UndiciRequestInit } from 'undici';
 
 /**
  * The outbound-address guard: every call the gateway makes to a URL it was
@@ -324,8 +325,8 @@ function guardedLookup(policy: OutboundPolicy): LookupFunction {
 }
 
 /** The agent's connector: a literal IP host is checked here (net.connect skips `lookup` for one), a name in `lookup`. */
-function guardedConnector(policy: OutboundPolicy): buildConnector.connector {
-  const connect = buildConnector({ timeout: CONNECT_TIMEOUT_MS, lookup: guardedLookup(policy) });
+function guardedConnector(undici: typeof Undici, policy: OutboundPolicy): buildConnector.connector {
+  const connect = undici.buildConnector({ timeout: CONNECT_TIMEOUT_MS, lookup: guardedLookup(policy) });
   return (options, callback) => {
     const host = unbracketed(options.hostname);
     if (isIP(host) !== 0) {
@@ -376,6 +377,12 @@ function requestInit(input: Parameters<typeof fetch>[0]): RequestInit {
   return init;
 }
 
+/** undici's exports, whether the module system hands them over as named exports or as a CommonJS default. */
+async function loadUndici(): Promise<typeof Undici> {
+  const loaded = (await import('undici')) as typeof Undici & { default?: typeof Undici };
+  return typeof loaded.buildConnector === 'function' ? loaded : loaded.default;
+}
+
 /**
  * A `fetch` whose every connection is checked (see the module comment):
  * schemes other than http and https are refused before anything is sent,
@@ -386,16 +393,28 @@ function requestInit(input: Parameters<typeof fetch>[0]): RequestInit {
  * `close()` when done.
  */
 export function guardedFetch(policy: OutboundPolicy): GuardedFetch {
-  const agent = new Agent({ connect: guardedConnector(policy) });
+  // undici (about 0.7 MB of code) is loaded, and the pool made, on the first call (ADR 0044).
+  let agent: Agent | null = null;
+  let closed = false;
   const guarded = async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
     const url = httpUrl(inputUrl(input));
+    const undici = await loadUndici();
+    if (!agent) {
+      agent = new undici.Agent({ connect: guardedConnector(undici, policy) });
+      if (closed) await agent.close(); // closed before its first call: fails as a closed pool does
+    }
     const merged = { ...requestInit(input), ...init, redirect: 'manual', dispatcher: agent } as UndiciRequestInit;
     try {
-      return await undiciFetch(url, merged);
+      return await undici.fetch(url, merged);
     } catch (error) {
       throw blockedCause(error) ?? error;
     }
   };
-  const result: GuardedFetch = Object.assign(guarded, { close: () => agent.close() });
+  const result: GuardedFetch = Object.assign(guarded, {
+    close: async () => {
+      closed = true;
+      await agent?.close();
+    },
+  });
   return result;
 }

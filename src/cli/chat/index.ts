@@ -2,7 +2,6 @@ import type { Command } from 'commander';
 import { CliError, EXIT, type CliIo } from '../io.js';
 import { withClientOptions } from '../options.js';
 import { resolveTarget, type ClientOptions } from '../target.js';
-import { ChatClient } from './chat.client.js';
 import { isSessionKey } from './chat.commands.js';
 
 interface ChatCommandOptions extends ClientOptions {
@@ -42,7 +41,8 @@ export function registerChat(program: Command, io: CliIo): void {
     if (options.user !== undefined && (options.user.trim() === '' || options.user.length > 200)) {
       command.error('error: --user must be 1 to 200 characters', { exitCode: EXIT.usage });
     }
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
+    const { ChatClient } = await import('./chat.client.js');
     const client = new ChatClient({
       target,
       sessionKey: options.session ?? null,

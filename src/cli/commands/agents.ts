@@ -49,7 +49,7 @@ export function registerAgents(program: Command, io: CliIo): void {
       .description('the agents the token may use on a running gateway: provider, model, tools, sessions')
       .option('--json', 'print JSON'),
   ).action(async (options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const body = await callApi<{ items: AgentInfo[] }>(target, '/agents');
     io.out(options.json ? `${JSON.stringify(body)}\n` : formatAgents(body.items, io.stdoutIsTTY));
   });

@@ -1,100 +1,16 @@
 import type { Command } from 'commander';
-import { ConfigError, loadConfig, type LoadedConfig } from '../../config/config.load.js';
 import { CliError, EXIT, type CliIo } from '../io.js';
 import { withConfigOption } from '../options.js';
 import { style, type Tone } from '../terminal.js';
-import {
-  checkBus,
-  checkDataDir,
-  checkPorts,
-  checkProvider,
-  checkStartup,
-  checkStore,
-  type Check,
-  type CheckStatus,
-} from '../doctor-checks.js';
+import type { Check, CheckStatus } from '../doctor-checks.js';
 
 /** Options of `gatehouse doctor`. */
-interface DoctorOptions {
+export interface DoctorOptions {
   config?: string;
   json?: boolean;
 }
 
 const TONES: Record<CheckStatus, Tone> = { ok: 'green', warn: 'yellow', fail: 'red', skip: 'gray' };
-
-/** The configuration check: it loads (every problem listed), with its warnings. */
-function checkConfig(io: CliIo, options: DoctorOptions): { check: Check; loaded: LoadedConfig | null } {
-  try {
-    const loaded = loadConfig({
-      argv: options.config ? ['--config', options.config] : [],
-      env: io.env,
-      cwd: io.cwd,
-      dataDirFallback: true,
-    });
-    const where = loaded.configPath ?? 'no file: built-in defaults and the environment';
-    if (loaded.warnings.length > 0) {
-      return {
-        loaded,
-        check: {
-          name: 'config',
-          status: 'warn',
-          message: `${where}: valid, with ${loaded.warnings.length} warning(s)`,
-          details: loaded.warnings,
-          fix: `edit ${loaded.configPath ?? 'gatehouse.yaml'} as each warning says`,
-        },
-      };
-    }
-    return {
-      loaded,
-      check: {
-        name: 'config',
-        status: 'ok',
-        message: loaded.configPath ? `${loaded.configPath} is valid` : `${where} (gatehouse init writes a file)`,
-      },
-    };
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    const fileProblem = err.issues.find((i) => i.path === '(file)' || i.path === '(root)');
-    return {
-      loaded: null,
-      check: {
-        name: 'config',
-        status: 'fail',
-        message: `invalid configuration: ${err.issues.length} problem(s)`,
-        details: err.issues.map((i) => `${i.path}: ${i.message}`),
-        fix: fileProblem
-          ? 'fix the file as said above (YAML syntax at the line and column shown; the file must hold a mapping)'
-          : 'fix each key listed (a dotted path into the file); examples/gatehouse.yaml lists every key with its ' +
-            'type and default, and unknown keys are refused',
-      },
-    };
-  }
-}
-
-/** Runs every check; those that need a valid configuration are skipped without one. */
-export async function runDoctor(
-  io: CliIo,
-  options: DoctorOptions,
-): Promise<{ configPath: string | null; checks: Check[] }> {
-  const { check: configCheck, loaded } = checkConfig(io, options);
-  if (!loaded) {
-    const skipped = ['start-up', 'data dir', 'store', 'provider', 'port'].map((name): Check => ({
-      name,
-      status: 'skip',
-      message: 'skipped: the configuration does not load',
-    }));
-    return { configPath: null, checks: [configCheck, ...skipped] };
-  }
-  const { config } = loaded;
-  const dataDir = checkDataDir(config.data_dir);
-  // The permissions are judged before the store is opened (opening SQLite tightens them).
-  const store = await checkStore(config, dataDir.status === 'fail');
-  const [provider, ports, bus] = await Promise.all([checkProvider(loaded), checkPorts(config), checkBus(config)]);
-  return {
-    configPath: loaded.configPath,
-    checks: [configCheck, checkStartup(config), dataDir, store, provider, ...ports, ...(bus ? [bus] : [])],
-  };
-}
 
 /** The report as human lines: each check with ok/warn/fail, its details and its fix. */
 export function formatReport(checks: readonly Check[], colour: boolean): string {
@@ -134,6 +50,8 @@ export function registerDoctor(program: Command, io: CliIo): void {
           'Nothing is changed; the provider check makes one models-list call with the configured key.',
       ),
   ).action(async (options: DoctorOptions) => {
+    // The checks open the store and the provider: their modules are loaded only now (ADR 0044).
+    const { runDoctor } = await import('./doctor.run.js');
     const { configPath, checks } = await runDoctor(io, options);
     const ok = !checks.some((c) => c.status === 'fail');
     if (options.json) {

@@ -1,10 +1,17 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import type { Command } from 'commander';
-import { logLevels } from '../../config/config.schema.js';
+import type { LogLevel } from '../../config/config.schema.js';
 import { CliError, EXIT, type CliIo } from '../io.js';
 import { intOption, withClientOptions } from '../options.js';
 import { callApi, fetchApi, resolveTarget, type ClientOptions } from '../target.js';
 import { style, type Tone } from '../terminal.js';
+
+/**
+ * The levels `--level` takes (the configuration's `logs.level` values, in order). Written out here so that the
+ * command does not load the configuration's schema; the record's type makes a level added there a type error.
+ */
+const LEVELS: Record<LogLevel, true> = { debug: true, info: true, warning: true, error: true };
+const logLevels = Object.keys(LEVELS) as LogLevel[];
 
 /** One log entry on the wire (spec: Logs). */
 interface LogEntry {
@@ -58,7 +65,7 @@ export function registerLogs(program: Command, io: CliIo): void {
       command.error(`error: --level must be one of ${logLevels.join(', ')}`, { exitCode: EXIT.usage });
     }
     const limit = intOption(command, 'limit', options.limit, 1, 1000);
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const print = (entry: LogEntry): void =>
       io.out(`${options.json ? JSON.stringify(entry) : formatLogLine(entry, io.stdoutIsTTY)}\n`);
     const filter = { level: options.level, source: options.source };

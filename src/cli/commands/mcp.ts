@@ -124,7 +124,7 @@ export function registerMcp(program: Command, io: CliIo): void {
       .description('each MCP server: transport, state, tools and last error')
       .option('--json', 'print JSON'),
   ).action(async (options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const body = await callApi<{ items: McpServerInfo[] }>(target, '/mcp/servers');
     io.out(options.json ? `${JSON.stringify(body)}\n` : formatMcpServers(body.items, io.stdoutIsTTY));
   });
@@ -136,7 +136,7 @@ export function registerMcp(program: Command, io: CliIo): void {
       .option('--no-wait', 'answer at once, without waiting up to 30 s for the server to connect')
       .option('--json', 'print JSON'),
   ).action(async (name: string, options: ClientOptions & { json?: boolean; wait: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     let server: McpServerInfo;
     try {
       server = await callApi<McpServerInfo>(target, `/mcp/servers/${encodeURIComponent(name)}/restart`, {

@@ -12,7 +12,7 @@ export function registerPair(program: Command, io: CliIo): void {
       .argument('<platform>', 'the platform the code is for, e.g. telegram, slack, ws, webhook')
       .option('--json', 'print JSON'),
   ).action(async (platform: string, options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     let issued: { code: string; ttl_seconds: number };
     try {
       issued = await callApi(target, '/pair', { method: 'POST', body: { platform } });

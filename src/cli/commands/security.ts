@@ -1,11 +1,5 @@
 import type { Command } from 'commander';
-import {
-  hasCritical,
-  nodeFileProbe,
-  runSelfAudit,
-  type SelfAuditReport,
-  type Severity,
-} from '../../self-audit/index.js';
+import type { SelfAuditReport, Severity } from '../../self-audit/index.js';
 import { CliError, EXIT, type CliIo } from '../io.js';
 import { withConfigOption } from '../options.js';
 import { localConfig } from '../target.js';
@@ -70,7 +64,8 @@ export function registerSecurity(program: Command, io: CliIo): void {
       )
       .option('--json', 'print the findings as JSON'),
   ).action(async (options: { config?: string; json?: boolean }) => {
-    const { config, configPath } = localConfig(io, options.config);
+    const { config, configPath } = await localConfig(io, options.config);
+    const { hasCritical, nodeFileProbe, runSelfAudit } = await import('../../self-audit/index.js');
     const report = await runSelfAudit(config, nodeFileProbe);
     if (options.json) io.out(`${JSON.stringify(report, null, 2)}\n`);
     else io.out(renderAuditReport(report, { colour: io.stdoutIsTTY, configPath, dataDir: config.data_dir }));

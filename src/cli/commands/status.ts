@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CliError, type CliIo } from '../io.js';
 import { withClientOptions } from '../options.js';
-import { callApi, fetchApi, resolveTarget, type ClientOptions } from '../target.js';
+import { callApi, requestApi, resolveTarget, type ApiResponse, type ClientOptions } from '../target.js';
 import { formatDuration, style } from '../terminal.js';
 
 /** The health report, as far as `status` reads it. */
@@ -20,7 +20,7 @@ interface Health {
 }
 
 /** The health report of an answer, or a CliError when the answer is not one (another server, a wrong --url). */
-async function readHealth(response: Response, url: string): Promise<Health> {
+async function readHealth(response: ApiResponse, url: string): Promise<Health> {
   const text = await response.text();
   let body: unknown = null;
   try {
@@ -46,9 +46,9 @@ export function registerStatus(program: Command, io: CliIo): void {
       .description('health, version, uptime, sessions and spend today of a running gateway')
       .option('--json', 'print JSON'),
   ).action(async (options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     // Health answers 503 with the report when unhealthy: read the body whatever the status.
-    const response = await fetchApi(target, '/health');
+    const response = await requestApi(target, '/health');
     const health = await readHealth(response, target.url);
     let spend: number | null = null;
     let budget: number | null = null;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CliError, EXIT, type CliIo } from '../io.js';
 import { withClientOptions } from '../options.js';
-import { fetchApi, resolveTarget, type CallOptions, type ClientOptions, type ClientTarget } from '../target.js';
+import { requestApi, resolveTarget, type CallOptions, type ClientOptions, type ClientTarget } from '../target.js';
 import { style, type Tone } from '../terminal.js';
 import { shorten } from './mcp.js';
 
@@ -200,7 +200,7 @@ interface SubscriptionCall extends CallOptions {
  * command that lists them.
  */
 async function call<T>(target: ClientTarget, path: string, options: SubscriptionCall = {}): Promise<T> {
-  const response = await fetchApi(target, path, options);
+  const response = await requestApi(target, path, options);
   const text = await response.text();
   let parsed: unknown = null;
   try {
@@ -274,7 +274,7 @@ export function registerSubscriptions(program: Command, io: CliIo): void {
       .description('each subscription: id, URL, events, enabled, pending and failed (dead-letter) deliveries')
       .option('--json', 'print JSON'),
   ).action(async (options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const body = await call<{ items: SubscriptionInfo[] }>(target, '/subscriptions');
     const items = await withStats(target, body.items);
     io.out(options.json ? `${JSON.stringify({ ...body, items })}\n` : formatSubscriptions(items, io.stdoutIsTTY));
@@ -293,7 +293,7 @@ export function registerSubscriptions(program: Command, io: CliIo): void {
     if (events.length === 0) {
       add.error('error: --events needs at least one event type (or * for all)', { exitCode: EXIT.usage });
     }
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const body: Record<string, unknown> = { url, events };
     if (options.description !== undefined) body.description = options.description;
     const created = await call<CreatedSubscription>(target, '/subscriptions', {
@@ -310,7 +310,7 @@ export function registerSubscriptions(program: Command, io: CliIo): void {
       .argument('<id>', 'the subscription (gatehouse subscriptions list shows the ids)')
       .option('--json', 'print JSON'),
   ).action(async (id: string, options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const result = await call<TestResult>(target, `/subscriptions/${encodeURIComponent(id)}/test`, {
       method: 'POST',
       id,

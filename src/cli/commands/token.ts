@@ -14,8 +14,8 @@ export function registerToken(program: Command, io: CliIo): void {
     .description('the generated admin token of the local data dir (its fingerprint and file; never the token)');
   withConfigOption(
     token.command('show').description("show the admin token's fingerprint and file").option('--json', 'print JSON'),
-  ).action((options: { config?: string; json?: boolean }) => {
-    const { config } = localConfig(io, options.config);
+  ).action(async (options: { config?: string; json?: boolean }) => {
+    const { config } = await localConfig(io, options.config);
     const path = adminTokenPath(config.data_dir);
     const configured = config.gateway.auth.admin_tokens.length + config.gateway.auth.api_tokens.length;
     if (!existsSync(path)) {
@@ -43,8 +43,8 @@ export function registerToken(program: Command, io: CliIo): void {
       .command('rotate')
       .description('replace the generated admin token (a restart of the gateway applies it)')
       .option('--print', 'also print the new token (it is shown once; otherwise read it from the file)'),
-  ).action((options: { config?: string; print?: boolean }) => {
-    const { config } = localConfig(io, options.config);
+  ).action(async (options: { config?: string; print?: boolean }) => {
+    const { config } = await localConfig(io, options.config);
     if (config.security.profile === 'minimal') {
       throw new CliError('security.profile is minimal: no admin token is used, so there is nothing to rotate');
     }

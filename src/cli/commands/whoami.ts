@@ -28,7 +28,7 @@ export function registerWhoami(program: Command, io: CliIo): void {
       .description('the principal, role and agents of the token, as a running gateway sees it')
       .option('--json', 'print JSON'),
   ).action(async (options: ClientOptions & { json?: boolean }) => {
-    const target = resolveTarget(io, options);
+    const target = await resolveTarget(io, options);
     const who = await callApi<WhoAmI>(target, '/whoami');
     io.out(options.json ? `${JSON.stringify(who)}\n` : formatWhoAmI(who));
   });
