@@ -16,6 +16,7 @@ import type { SettingsService } from './settings/index.js';
 import type { Store, StoreFaults } from './store/index.js';
 import type { TaskRunner, TaskService } from './tasks/index.js';
 import type { MessagePath } from './turns/index.js';
+import type { LoadProbes } from './overload/index.js';
 
 /**
  * What `createGateway` hands out: a small handle for the process entry, its
@@ -92,7 +93,7 @@ export interface GatewayOptions {
   /** Replaces the configured model provider (tests, embedding). */
   provider?: ModelProvider;
   /** Test overrides for bounds that are impractical to reach in a test. */
-  limits?: { idempotencyCeiling?: number };
+  limits?: { idempotencyCeiling?: number; overload?: LoadProbes };
   /** Extra agent tools registered after the built-in ones (tests, embedding). */
   tools?: AgentTool[];
   /** Tests only: the store's fault seam, to fail every query as in an outage (ADR 0014). */

@@ -25,6 +25,7 @@ import { memoryModule } from './memory/index.js';
 import { GatewayMetrics, metricsModule } from './metrics/index.js';
 import { refuseModules, routesOf, startModules, stopModules, toolsOf, type GatewayModule } from './module.js';
 import { openAiModule } from './openai/index.js';
+import { openOverload } from './overload/index.js';
 import { createPairingService, pairingModule } from './pairing/index.js';
 import { responsesModule } from './responses/index.js';
 import { createProvider, ToolRegistry } from './runtime/index.js';
@@ -94,6 +95,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const store = await openStore({ ...storageOf(config), ...faults, onConnectionError: dropped });
   // The cross-process bus (ADR 0025): a configured one that cannot be reached stops the start.
   const metrics = new GatewayMetrics();
+  const overload = openOverload({ config, logger, metrics, probes: options.limits?.overload }); // shedding, ADR 0043
   const busOptions = { config: config.bus, instanceId, version: packageVersion(), clock, logger };
   const refused = { logger, store, logs: options.logs ? null : logs, instance };
   const cluster = await openClusterBus({ ...busOptions, observer: metrics.busObserver() }).catch(refuseStart(refused));
@@ -103,8 +105,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const clusterCounts = store.shared ? new ClusterCounts(counting) : null;
   const sharedCounts = clusterCounts ? { sharedCounts: clusterCounts.windows } : {};
   const security = createSecurity({ config, clock, logger, adminToken: admin.token, scrub, ...sharedCounts });
-  const { audit } = security;
-  const guard = createGuard({ config, clock, ...security });
+  const { audit, rateLimiter } = security;
+  const guard = createGuard({ config, clock, ...security, shed: overload.pressure });
   settings.onChange(rateLimitListener(security.rateLimits));
   const { auth } = config.gateway;
   const pairing = createPairingService({ store, clock, auth, audit });
@@ -146,6 +148,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     owner: instanceId,
     tracer: tracing.tracer,
     outbox: subscriptions.outbox,
+    shedder: overload,
   });
   settings.onChange(agentListener((live) => messages.reconfigure(live)));
   connectTurns(messages, bus, cluster);
@@ -155,7 +158,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   settings.onChange(taskConcurrencyListener((max) => tasks.runner.setMaxConcurrent(max)));
   const cron = openScheduler({ store, clock, ids, logger, messages, bus, profile: config.security.profile });
   const gauges = clusterCounts ? clusterCounts.gauge.bind(clusterCounts) : null;
-  const { rateLimiter } = security;
   const edge = { config, guard, rateLimiter, audit, messages, bus, checkIdentity: identity.check };
   const channels = await openChannels({ ...edge, pairing, store, clock, logger, isDraining, gauges });
   const sessions = new SessionService({ store, clock, ids, outbox: subscriptions.outbox });
@@ -168,7 +170,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const modules: GatewayModule[] = [
     turnsModule({ messages, sessions, replyTimeoutMs, bus }), // starts first: recovers this instance's work
     { name: 'cluster-counts', start: () => clusterCounts?.start() }, // counts once the instance is registered
-    healthModule({ ...health, websocket: channels.websocket, sessions, mcp: mcp.health }),
+    healthModule({ ...health, websocket: channels.websocket, sessions, mcp: mcp.health, overload }),
     sessionsModule(sessions, bus, agents.sessionOrigin),
     agents.module,
     openAiModule({ messages, ids, clock, replyTimeoutMs, agents: agents.roster }),

@@ -30,7 +30,7 @@ export function createBuiltInChannels(options: {
   rateLimiter: RateLimiter;
   audit: AuditLog;
   messages: Pick<MessagePath, 'submit' | 'follow' | 'waitFor' | 'interrupt' | 'tap'> &
-    Partial<Pick<MessagePath, 'outbox'>>;
+    Partial<Pick<MessagePath, 'outbox' | 'overloaded'>>;
   bus: EventBus;
   /** The identity check at WebSocket authentication. */
   checkIdentity: IdentityCheck;

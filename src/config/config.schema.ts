@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { referenceIssues } from './config.references.js';
+import { limitsSchema } from './limits/limits.schema.js';
+import { about, nonEmpty, port, positiveInt } from './schema-meta.js';
 
 /**
  * The one source of every configuration key, its type, its default and its
@@ -18,18 +20,6 @@ function secret<T extends z.ZodType>(schema: T): T {
   secretKeys.add(schema, { secret: true });
   return schema;
 }
-
-/**
- * The documentation of a key (its `.meta()`): the sentences are joined with spaces. The commented example
- * configuration (config.example.ts) prints it above the key, with the allowed values, secrecy and default.
- */
-function about(...lines: string[]): { description: string } {
-  return { description: lines.join(' ') };
-}
-
-const nonEmpty = z.string().min(1, 'must not be empty');
-const port = z.number().int().min(0).max(65535);
-const positiveInt = z.number().int().min(1);
 
 export const authModes = ['open', 'allowlist', 'pairing'] as const;
 export const securityProfiles = ['minimal', 'standard', 'extended'] as const;
@@ -846,6 +836,7 @@ export const configSchema = z.strictObject({
   subscriptions: subscriptionsSchema,
   logs: logsSchema,
   tracing: tracingSchema,
+  limits: limitsSchema,
 });
 
 /** The validated, fully defaulted configuration. */

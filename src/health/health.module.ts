@@ -5,7 +5,7 @@ import type { Store } from '../store/index.js';
 import type { Clock } from '../lib/clock.js';
 import { packageVersion } from '../lib/version.js';
 import { healthRoutes } from './health.routes.js';
-import type { ComponentHealth } from './health.service.js';
+import type { ComponentHealth, MemoryHealth } from './health.service.js';
 import type { ProviderHealth } from './provider-health.js';
 
 /** What GET /health reads (DECISIONS §9, ADR 0024). */
@@ -20,6 +20,8 @@ export interface HealthModuleDeps {
   sessions: { counts(): Promise<{ active: number; total: number }> };
   /** The `mcp` component (the MCP servers whose tools the agents call, DECISIONS §19). */
   mcp: () => ComponentHealth;
+  /** Load shedding (ADR 0043): the `memory` component, from its last sample. */
+  overload: { memoryHealth(): MemoryHealth };
   clock: Clock;
 }
 
@@ -39,6 +41,7 @@ export function healthModule(deps: HealthModuleDeps): GatewayModule {
       channels: () => deps.channels.states(),
       bus: () => deps.cluster.health(),
       mcp: deps.mcp,
+      memory: () => deps.overload.memoryHealth(),
       instanceId: () => deps.cluster.instanceId,
       peers: () => (deps.cluster.shared ? deps.cluster.peerList() : null),
       wsClients: () => deps.websocket.clientCount(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ComponentHealth, HealthReport, PeerHealth } from './health.service.js';
+import type { ComponentHealth, HealthReport, MemoryHealth, PeerHealth } from './health.service.js';
 
 /** One component of the report (ADR 0024). */
 export const componentHealthSchema = z
@@ -11,6 +11,23 @@ export const componentHealthSchema = z
     message: z.string().optional().meta({ description: 'Why, when it is not plain `ok`' }),
   })
   .meta({ id: 'ComponentHealth' }) satisfies z.ZodType<ComponentHealth>;
+
+/** The memory component (`limits.overload`, ADR 0043). */
+export const memoryHealthSchema = z
+  .object({
+    status: z.enum(['ok', 'degraded']).meta({ description: '`degraded` while new work is refused for memory' }),
+    message: z.string().optional().meta({ description: 'While shedding: the value against the watermark' }),
+    measure: z.enum(['rss', 'heap']).meta({ description: '`limits.overload.memory_measure`' }),
+    value_mb: z.number().int().min(0).meta({ description: 'The measure at the last sample (twice a second), MB' }),
+    watermark_mb: z
+      .number()
+      .int()
+      .min(1)
+      .nullable()
+      .meta({ description: '`limits.overload.memory_watermark_mb`; null: none' }),
+    shedding: z.boolean().meta({ description: 'True while new work is refused (503) because the value is above it' }),
+  })
+  .meta({ id: 'MemoryHealth' }) satisfies z.ZodType<MemoryHealth>;
 
 /** A gateway seen on the shared bus (ADR 0025). */
 export const peerHealthSchema = z
@@ -61,6 +78,7 @@ export const healthReportSchema = z
         channels: componentHealthSchema,
         bus: componentHealthSchema,
         mcp: componentHealthSchema,
+        memory: memoryHealthSchema,
       })
       .meta({
         description:
@@ -69,7 +87,8 @@ export const healthReportSchema = z
           'calls of turns; `degraded` on the echo provider. `bus`: `failing` while the connection to a shared bus ' +
           'is lost (the gateway reconnects; turns still end through the store, more slowly). `mcp`: the configured MCP ' +
           'servers, `degraded` while some are not ready (connecting, or failed and waiting to restart), `failing` ' +
-          'when every one failed, the message naming them; `ok` with none configured',
+          'when every one failed, the message naming them; `ok` with none configured. `memory`: the memory watermark ' +
+          'of load shedding (`limits.overload`), `degraded` while new work is refused because the measure is above it',
       }),
     error: z
       .object({ code: z.literal('UNAVAILABLE'), message: z.string() })

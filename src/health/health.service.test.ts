@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { healthReport, type ComponentHealth, type HealthProbes } from './health.service.js';
+import { healthReport, type ComponentHealth, type HealthProbes, type MemoryHealth } from './health.service.js';
 
 const OK: ComponentHealth = { status: 'ok' };
+const MEMORY_OK: MemoryHealth = { status: 'ok', measure: 'rss', value_mb: 90, watermark_mb: 300, shedding: false };
 
 /** Probes of a healthy gateway, with `overrides`. */
 function probes(overrides: Partial<HealthProbes> = {}): HealthProbes {
@@ -13,6 +14,7 @@ function probes(overrides: Partial<HealthProbes> = {}): HealthProbes {
     channels: () => ({ websocket: 'connected' }),
     bus: () => ({ status: 'ok', message: 'local (in-process)' }),
     mcp: () => OK,
+    memory: () => MEMORY_OK,
     instanceId: () => 'gw_a',
     peers: () => null,
     wsClients: () => 2,
@@ -43,8 +45,25 @@ describe('healthReport', () => {
         channels: OK,
         bus: { status: 'ok', message: 'local (in-process)' },
         mcp: OK,
+        memory: MEMORY_OK,
       },
     });
+  });
+
+  it('memory above the watermark degrades the report (not unhealthy), naming it', async () => {
+    const shedding: MemoryHealth = {
+      status: 'degraded',
+      message: 'rss 310 MB above the watermark of 300 MB: new work is refused',
+      measure: 'rss',
+      value_mb: 310,
+      watermark_mb: 300,
+      shedding: true,
+    };
+    const report = await healthReport(probes({ memory: () => shedding }));
+    expect(report.status).toBe('degraded');
+    expect(report.message).toBe('memory: rss 310 MB above the watermark of 300 MB: new work is refused');
+    expect(report.components.memory).toEqual(shedding);
+    expect(report.error).toBeUndefined();
   });
 
   it('MCP servers not ready degrade the report, naming them', async () => {

@@ -9,6 +9,22 @@ export interface ComponentHealth {
   message?: string;
 }
 
+/**
+ * The `memory` component (`limits.overload`, ADR 0043): the measure the
+ * watermark compares, its value at the last sample and the watermark;
+ * `degraded` while new work is refused because the value is above it.
+ */
+export interface MemoryHealth extends ComponentHealth {
+  status: 'ok' | 'degraded';
+  measure: 'rss' | 'heap';
+  /** The measure at the last sample (twice a second), in whole MB. */
+  value_mb: number;
+  /** `limits.overload.memory_watermark_mb`; null: none. */
+  watermark_mb: number | null;
+  /** True while new work is refused because the measure is above the watermark. */
+  shedding: boolean;
+}
+
 /** The parts the report judges, each with its state. */
 export interface HealthComponents {
   store: ComponentHealth;
@@ -17,6 +33,8 @@ export interface HealthComponents {
   bus: ComponentHealth;
   /** The configured MCP servers (DECISIONS §19): ok when all are ready (or none is configured). */
   mcp: ComponentHealth;
+  /** The memory watermark of load shedding (ADR 0043): degraded while it refuses new work. */
+  memory: MemoryHealth;
 }
 
 /** A gateway process seen on the shared bus recently (its heartbeat, ADR 0025). */
@@ -72,6 +90,8 @@ export interface HealthProbes {
    * ready; `failing` when every one failed; the message names those not ready.
    */
   mcp: () => ComponentHealth;
+  /** The memory component: the last sample against the watermark (never measured per request). */
+  memory: () => MemoryHealth;
   /** This process's instance id. */
   instanceId: () => string;
   /** Peers seen on a shared bus; null for the local bus (no peers to see). */
@@ -102,7 +122,8 @@ export function channelsHealth(channels: Record<string, string>): ComponentHealt
  * the store is unreachable or the gateway is draining; otherwise degraded
  * when any component is not `ok` or `unknown` (the echo provider, an
  * unreachable or failing provider, a channel in error, a shared bus whose
- * connection is lost, an MCP server not ready); otherwise healthy.
+ * connection is lost, an MCP server not ready, memory above the watermark
+ * of load shedding); otherwise healthy.
  * The store ping and the provider check run side by side.
  */
 export async function healthReport(probes: HealthProbes): Promise<HealthReport> {
@@ -124,6 +145,7 @@ export async function healthReport(probes: HealthProbes): Promise<HealthReport> 
     channels: channelsHealth(channels),
     bus: probes.bus(),
     mcp: probes.mcp(),
+    memory: probes.memory(),
   };
   const notOk = (Object.entries(components) as Array<[string, ComponentHealth]>).filter(
     ([, component]) => component.status === 'degraded' || component.status === 'failing',

@@ -5,6 +5,7 @@ export {
   type ComponentHealth,
   type HealthComponents,
   type HealthProbes,
+  type MemoryHealth,
   type HealthReport,
   type PeerHealth,
 } from './health.service.js';

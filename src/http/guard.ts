@@ -47,13 +47,23 @@ export interface GuardOptions {
   audit: AuditLog;
   /** Decides whether another auth_failure line may be written for this IP. */
   allowFailureAudit: (ip: string) => boolean;
+  /**
+   * Load shedding's early refusal (`limits.overload`, ADR 0043): the error (503, Retry-After) every request that
+   * is not a read gets first, before any other check and before its body is read, while the process is over a
+   * limit; null when it is not. Reads (health, metrics, the ledger) always pass.
+   */
+  shed?: () => ApiError | null;
 }
+
+/** Methods that read: never shed by the guard. */
+const READ_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The single security pipeline every HTTP route and the WebSocket pass through. */
 export interface Guard {
   /**
    * Origin/Host → token → principal → rate group → permission, in that order
-   * (DECISIONS §4). Throws ApiError (403/401/429); error headers included.
+   * (DECISIONS §4), after load shedding's early refusal of writes (503).
+   * Throws ApiError (503/403/401/429); error headers included.
    */
   check(request: GuardRequest, route: GuardRoute): GuardResult;
   /** Resolves a token given by the WebSocket (`?token=` grants api rights at most). */
@@ -166,6 +176,10 @@ export function createGuard(options: GuardOptions): Guard {
     },
 
     check(request, route) {
+      if (options.shed && !READ_METHODS.has(request.method)) {
+        const refused = options.shed();
+        if (refused) throw refused;
+      }
       const loopbackTrusted = this.loopbackTrusted(request);
       if (profile === 'minimal') {
         // Minimal: no tokens, no Origin/Host checks, no rate limits (DECISIONS §4).

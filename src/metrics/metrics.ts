@@ -63,6 +63,14 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** New work refused by load shedding (`limits.overload`, ADR 0043), by reason. */
+  readonly shed = new Counter({
+    name: 'gatehouse_shed_total',
+    help: 'New work refused with 503 because the gateway could not take it now, by reason (memory, event_loop, queue_wait, queue_full)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+
   constructor() {
     // The event-loop lag histogram samples with a timer: prom-client's default of every 10 ms woke an idle
     // gateway 100 times a second (about a third of its idle CPU); every 100 ms still catches a stall of 50 ms
@@ -131,6 +139,55 @@ export class GatewayMetrics {
     gauge('gatehouse_waiters', 'Requests waiting for a turn outcome', gauges.waiters);
     gauge('gatehouse_idempotency_records', 'Unexpired idempotency records (estimate)', gauges.idempotencyRecords);
     gauge('gatehouse_ws_clients', 'Open WebSocket clients', gauges.wsClients);
+  }
+
+  /**
+   * Registers the load gauges of `limits.overload` (once), read at scrape time from its last sample: the
+   * memory measure and its watermark (none without one), the event loop's delay, and whether the process
+   * sheds new work.
+   */
+  loadGauges(load: {
+    measure: string;
+    memoryBytes: () => number;
+    watermarkBytes: number | null;
+    eventLoopDelayMs: () => number;
+    shedding: () => boolean;
+  }): void {
+    const labels = { measure: load.measure };
+    new Gauge({
+      name: 'gatehouse_memory_bytes',
+      help: 'The memory measure load shedding compares with its watermark (rss or heap), at its last sample',
+      labelNames: ['measure'] as const,
+      registers: [this.registry],
+      collect() {
+        this.set(labels, load.memoryBytes());
+      },
+    });
+    const watermark = load.watermarkBytes;
+    if (watermark !== null) {
+      new Gauge({
+        name: 'gatehouse_memory_watermark_bytes',
+        help: 'Above this much memory (the measure) new work is refused',
+        labelNames: ['measure'] as const,
+        registers: [this.registry],
+      }).set(labels, watermark);
+    }
+    new Gauge({
+      name: 'gatehouse_event_loop_delay_seconds',
+      help: "How late the event loop ran load shedding's last sample",
+      registers: [this.registry],
+      collect() {
+        this.set(load.eventLoopDelayMs() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'gatehouse_shedding',
+      help: '1 while new work is refused because the process is over a limit (memory watermark, event-loop delay)',
+      registers: [this.registry],
+      collect() {
+        this.set(load.shedding() ? 1 : 0);
+      },
+    });
   }
 
   /** The exposition text. */

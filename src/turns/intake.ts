@@ -1,4 +1,4 @@
-import { errors } from '../http/errors.js';
+import { ApiError, errors } from '../http/errors.js';
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
@@ -17,11 +17,33 @@ import type { Transaction } from 'kysely';
 import type { Database, Store } from '../store/index.js';
 import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type StoredTrace, type Submitted } from './inbound.js';
 import type { EventOutbox, OutboxEvent } from './turn-outbox.js';
-import type { TurnQueue } from './turn-queue.js';
+import type { QueueLoad, TurnQueue } from './turn-queue.js';
 import type { TurnTimings } from './turn-timings.js';
 import type { TurnTracer } from './turn-trace.js';
 import type { TurnPath } from './turn-path.js';
 import { insertTurn } from './turns.repo.js';
+
+/**
+ * Load shedding at the door (`limits.overload`, ADR 0043): what a new turn
+ * gets when the gateway cannot take it now, each a 503 UNAVAILABLE with
+ * `Retry-After` (null: it may come in). Work the gateway creates itself
+ * (tasks, cron) is bounded where it is made and never shed here.
+ */
+export interface LoadShedder {
+  /** The process is over a limit (memory watermark, event-loop delay): asked first, before anything is read. */
+  pressure(): ApiError | null;
+  /** The turn queue cannot take another turn in time: asked before the acceptance touches the store. */
+  refuse(load: QueueLoad): ApiError | null;
+  /** Starts what it samples (with the message path); `close` stops it (the message path's shutdown). */
+  start?(): void;
+  close?(): void;
+}
+
+/** Seconds a client is told to wait when the turn queue is at `agent.max_queued_turns`. */
+const QUEUE_FULL_RETRY_AFTER_SECONDS = 5;
+
+/** Sources of work the gateway creates itself: never shed (their own runners bound them). */
+const OWN_WORK: ReadonlySet<string> = new Set(['task', 'cron']);
 
 export interface IntakeOptions {
   store: Store;
@@ -50,6 +72,8 @@ export interface IntakeOptions {
    * owned by `default`.
    */
   originOf?: (inbound: Inbound) => SessionOrigin;
+  /** Load shedding (`limits.overload`); absent: only the queue's bound refuses. */
+  shedder?: LoadShedder | null;
 }
 
 /**
@@ -67,9 +91,13 @@ export class Intake {
    * Accepts a message durably and queues its turn, or answers a retry with
    * its original. Throws 403 (identity), 400 (key rules), the admission's
    * refusal, 409 (changed content for a key), 503 (store down, idempotency
-   * ceiling, queue full); in every failure nothing is published.
+   * ceiling, queue full, overloaded: the last two with Retry-After); in every
+   * failure nothing is published.
    */
   async submit(inbound: Inbound): Promise<Submitted> {
+    const shedder = OWN_WORK.has(inbound.source) ? null : this.options.shedder;
+    const pressure = shedder?.pressure();
+    if (pressure) throw pressure;
     if (inbound.context && inbound.context.length > MAX_CONTEXT_MESSAGES) {
       throw errors.badRequest(`at most ${MAX_CONTEXT_MESSAGES} context messages`);
     }
@@ -108,6 +136,12 @@ export class Intake {
     return { scope, key, fingerprint: contentFingerprint(sources.scope, inbound), wait: inbound.wait };
   }
 
+  /**
+   * Acceptances past the shedder and not yet queued (their commit is under way): counted as waiting for a slot,
+   * so a burst that arrives while commits are slow cannot all pass on the same short queue.
+   */
+  private admitting = 0;
+
   /** Set once an acceptance wrote deliveries; the worker is woken after the commit. */
   private reported = false;
 
@@ -123,15 +157,19 @@ export class Intake {
   }
 
   private async accept(inbound: Inbound, keyed: KeyedRequest | null, trace?: StoredTrace): Promise<Submitted> {
-    const { store, clock, queue, idempotency } = this.options;
+    const { queue, idempotency } = this.options;
     const origin = this.options.originOf?.(inbound) ?? {};
-    const scope = ownerScope(inbound.principal);
     if (keyed) {
       const original = idempotency.recall(keyed);
       if (original) return replayOf(inbound, original);
     }
     try {
-      if (!queue.hasRoom()) throw errors.unavailable('too many messages queued; retry later');
+      const load = queue.load();
+      const shed = OWN_WORK.has(inbound.source)
+        ? null
+        : this.options.shedder?.refuse({ ...load, ready: load.ready + this.admitting });
+      if (shed) throw shed;
+      if (!queue.hasRoom()) throw queueFull();
       if (keyed) idempotency.assertRoom();
     } catch (err) {
       // A retry creates nothing: answer it from the store even at the bounds (cold cache, e.g. after a restart).
@@ -140,8 +178,25 @@ export class Intake {
       return replayOf(inbound, original);
     }
 
-    const nowMs = clock.now();
+    this.admitting++;
+    try {
+      return await this.commit(inbound, keyed, origin, trace);
+    } finally {
+      this.admitting--;
+    }
+  }
+
+  /** The acceptance's one transaction, then the turn queue (see `accept`). */
+  private async commit(
+    inbound: Inbound,
+    keyed: KeyedRequest | null,
+    origin: SessionOrigin | Record<string, never>,
+    trace?: StoredTrace,
+  ): Promise<Submitted> {
+    const { store, queue, idempotency } = this.options;
+    const nowMs = this.options.clock.now();
     const now = isoTime(nowMs);
+    const scope = ownerScope(inbound.principal);
     const payload = payloadOf(inbound);
     if (trace) payload.trace = trace;
     const outcome = await store.writer.run(
@@ -221,6 +276,15 @@ export class Intake {
     }
     return { eventId, sessionKey: inbound.sessionKey, replay: false, answer: inbound.wait ? 'result' : 'ack' };
   }
+}
+
+/** The 503 of a full (or closed) turn queue, with `Retry-After`. */
+function queueFull(): ApiError {
+  const seconds = QUEUE_FULL_RETRY_AFTER_SECONDS;
+  const details = { reason: 'queue_full', retry_after_seconds: seconds };
+  return new ApiError('UNAVAILABLE', 'too many messages queued; retry later', details, {
+    'retry-after': String(seconds),
+  });
 }
 
 /** `message.received`: the accepted message as its turn holds it (DECISIONS §20). */

@@ -183,3 +183,39 @@ describe('TurnQueue: what it holds and in which order', () => {
     expect(queue.holds('a1')).toBe(false);
   });
 });
+
+describe('TurnQueue: its load (admission, ADR 0043)', () => {
+  it('counts sessions waiting for a slot (not for their own earlier turn), the wait of the first, and the mean run time', async () => {
+    let now = 1_000;
+    const releases: Array<() => void> = [];
+    const queue = new TurnQueue({
+      maxConcurrent: 1,
+      maxQueued: 100,
+      now: () => now,
+      onError: () => undefined,
+      run: () => new Promise<JobResult>((resolve) => releases.push(() => resolve('done'))),
+    });
+    expect(queue.load()).toEqual({
+      ready: 0,
+      oldestWaitMs: 0,
+      meanRunMs: 0,
+      maxConcurrent: 1,
+      queued: 0,
+      maxQueued: 100,
+    });
+    queue.enqueue('A', turn('a1'));
+    queue.enqueue('A', turn('a2')); // waits for a1, not for a slot
+    now += 10;
+    queue.enqueue('B', turn('b1'));
+    now += 40;
+    expect(queue.load()).toMatchObject({ ready: 1, oldestWaitMs: 40, meanRunMs: 0, queued: 2 });
+
+    releases.shift()!(); // a1 ran 50 ms; b1 takes the slot, a2 now waits for it
+    await flush();
+    expect(queue.load()).toMatchObject({ ready: 1, oldestWaitMs: 0, meanRunMs: 50, queued: 1 });
+    now += 100;
+    releases.shift()!(); // b1 ran 100 ms: the mean moves a fifth of the way
+    await flush();
+    expect(queue.load()).toMatchObject({ ready: 0, oldestWaitMs: 0, meanRunMs: 60, queued: 0 });
+  });
+});

@@ -53,7 +53,30 @@ interface SessionLane {
   parked: (() => void) | null;
   /** At least the highest `seq` of the lane's turn jobs (-1: none yet); a turn above it goes to the end at once. */
   maxSeq: number;
+  /** When it was last listed in `ready` (ms of `now`): how long its head job has waited for a slot. */
+  readySince: number;
 }
+
+/**
+ * How loaded the queue is, for admission (`limits.overload`): the sessions
+ * whose next job waits for a free slot (not for an earlier turn of their
+ * own), how long the first of them has waited, and the mean run time of a job.
+ */
+export interface QueueLoad {
+  /** Sessions whose head job waits for one of the `maxConcurrent` slots. */
+  ready: number;
+  /** ms the session longest in line has waited for a slot (0 when none waits). */
+  oldestWaitMs: number;
+  /** Mean run time of the recent jobs in ms (an exponential average; 0 before the first). */
+  meanRunMs: number;
+  maxConcurrent: number;
+  /** Jobs waiting, as `size`; and the `maxQueued` bound. */
+  queued: number;
+  maxQueued: number;
+}
+
+/** Weight of the newest job in the mean run time. */
+const RUN_TIME_WEIGHT = 0.2;
 
 /** The ledger events a job stands for (a clarification answer's finish also ends the turn it resumed). */
 function idsOf(job: TurnJob): readonly string[] {
@@ -83,6 +106,8 @@ export class TurnQueue {
   private idleWaiters: Array<() => void> = [];
   private readonly timers: Timers;
   private readonly backoff: RetryBackoff;
+  private readonly now: () => number;
+  private meanRunMs = 0;
 
   constructor(
     private readonly options: {
@@ -94,10 +119,26 @@ export class TurnQueue {
       onRetry?: (sessionKey: string, job: TurnJob, failures: number, delayMs: number) => void;
       timers?: Timers;
       backoff?: RetryBackoff;
+      /** Milliseconds of the time waits and run times are measured in (the message path's clock). */
+      now?: () => number;
     },
   ) {
     this.timers = options.timers ?? realTimers;
     this.backoff = options.backoff ?? DEFAULT_RETRY_BACKOFF;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** The load admission judges a new turn by (see `QueueLoad`); O(1). */
+  load(): QueueLoad {
+    const first = this.ready.length > 0 ? this.lanes.get(this.ready[0]!) : undefined;
+    return {
+      ready: this.ready.length,
+      oldestWaitMs: first?.listed ? Math.max(0, this.now() - first.readySince) : 0,
+      meanRunMs: this.meanRunMs,
+      maxConcurrent: this.options.maxConcurrent,
+      queued: this.queued,
+      maxQueued: this.options.maxQueued,
+    };
   }
 
   /** Jobs waiting (not running), including those waiting out a backoff. */
@@ -235,7 +276,16 @@ export class TurnQueue {
   private lane(sessionKey: string): SessionLane {
     let lane = this.lanes.get(sessionKey);
     if (!lane) {
-      lane = { jobs: [], running: false, blocked: false, listed: false, failures: 0, parked: null, maxSeq: -1 };
+      lane = {
+        jobs: [],
+        running: false,
+        blocked: false,
+        listed: false,
+        failures: 0,
+        parked: null,
+        maxSeq: -1,
+        readySince: 0,
+      };
       this.lanes.set(sessionKey, lane);
     }
     return lane;
@@ -244,6 +294,7 @@ export class TurnQueue {
   private markReady(sessionKey: string, lane: SessionLane): void {
     if (!lane.running && !lane.blocked && !lane.parked && lane.jobs.length > 0 && !lane.listed) {
       lane.listed = true;
+      lane.readySince = this.now();
       this.ready.push(sessionKey);
     }
   }
@@ -265,10 +316,15 @@ export class TurnQueue {
 
   private async execute(sessionKey: string, lane: SessionLane, job: TurnJob): Promise<void> {
     let result: JobResult = 'done';
+    const startedMs = this.now();
     try {
       result = await this.options.run(sessionKey, job);
     } catch (err) {
       this.options.onError(err);
+    }
+    if (result === 'done') {
+      const ranMs = Math.max(0, this.now() - startedMs);
+      this.meanRunMs = this.meanRunMs === 0 ? ranMs : this.meanRunMs + RUN_TIME_WEIGHT * (ranMs - this.meanRunMs);
     }
     // Whatever happened, the slot and the lane are released here (ADR 0014).
     lane.running = false;

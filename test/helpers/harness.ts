@@ -53,6 +53,9 @@ export function testConfig(overrides: Record<string, unknown> = {}): Config {
       data_dir: dataDir,
       gateway: { port: 0, auth: { api_tokens: [API_TOKEN], admin_tokens: [ADMIN_TOKEN] } },
       logs: { level: 'error' },
+      // Many gateways share a test process, and its memory and event loop are the whole worker's: load
+      // shedding's process limits are off unless a test sets them (test/overload/).
+      limits: { overload: { memory_watermark_mb: null, max_event_loop_delay_ms: null } },
     },
     overrides,
   );

@@ -357,6 +357,7 @@ describe('health', () => {
         channels: { status: 'ok' },
         bus: { status: 'ok', message: 'local (in-process)' },
         mcp: { status: 'ok' },
+        memory: { status: 'ok', measure: 'heap', value_mb: expect.any(Number), watermark_mb: null, shedding: false },
       },
     });
   });

@@ -18,8 +18,11 @@ export interface WebhookChannelOptions {
   maxBodyBytes: number;
   clock: Clock;
   logger: Logger;
-  /** The message path's door (the sender `webhook:<sender_id>` is checked by auth mode there). */
-  messages: Pick<MessagePath, 'submit' | 'waitFor' | 'tap'>;
+  /**
+   * The message path's door (the sender `webhook:<sender_id>` is checked by auth mode there); `overloaded`, when
+   * given, refuses messages before their body is read while the process is over a limit (ADR 0043).
+   */
+  messages: Pick<MessagePath, 'submit' | 'waitFor' | 'tap'> & Partial<Pick<MessagePath, 'overloaded'>>;
   /** Loopback exemption as for HTTP: peer address + Host header → trusted. */
   loopbackTrusted: (remoteAddress: string | undefined, hostHeader: string | undefined) => boolean;
   stats: ChannelStats;

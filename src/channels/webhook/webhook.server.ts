@@ -26,8 +26,11 @@ export interface WebhookServerDeps {
   waitTimeoutMs: number;
   clock: Clock;
   logger: Logger;
-  /** The message path's door. */
-  messages: Pick<MessagePath, 'submit' | 'waitFor'>;
+  /**
+   * The message path's door; `overloaded`, when given, is load shedding's early refusal (503, Retry-After) of a
+   * message while the process is over a limit, before its body is read (ADR 0043).
+   */
+  messages: Pick<MessagePath, 'submit' | 'waitFor'> & Partial<Pick<MessagePath, 'overloaded'>>;
   loopbackTrusted: (remoteAddress: string | undefined, hostHeader: string | undefined) => boolean;
   /** The `max_pending` bound (the message path's admission for webhook turns). */
   pending: PendingTurns;
@@ -118,9 +121,11 @@ export function buildWebhookServer(deps: WebhookServerDeps) {
   });
 
   // spec rule 2: with a secret, a request carrying no signature at all is refused from its headers,
-  // before a byte of its body is read.
+  // before a byte of its body is read; so is every message while the process is overloaded (ADR 0043).
   const refuseUnsigned = async (request: FastifyRequest): Promise<void> => {
     if (deps.isDraining()) throw errors.unavailable('gateway is shutting down');
+    const overloaded = deps.messages.overloaded?.();
+    if (overloaded) throw overloaded;
     if (!missingSignature(deps.secret, request.headers)) return;
     log.warn(
       { request_id: request.id, ip: request.socket.remoteAddress, reason: 'missing signature' },

@@ -1,0 +1,242 @@
+/**
+ * Load shedding (`limits.overload`, ADR 0043) in one gateway: the memory
+ * watermark refuses new work on every entry point (REST, webhook, WebSocket)
+ * with 503 and Retry-After while health and metrics answer and report it, and
+ * takes work again once the sample drops; the turn queue refuses a turn that
+ * would wait too long, while a keyed retry of an accepted one is still answered.
+ * Memory is read through an injected probe and sampled by ManualTimers; the
+ * queue's waits run on a ManualClock.
+ */
+import { describe, expect, it } from 'vitest';
+import { WebSocket } from 'ws';
+import type { LoadProbes } from '../../src/overload/index.js';
+import { echoReply } from '../helpers/fake-openai.js';
+import { API_TOKEN, apiHeaders, useHarness } from '../helpers/harness.js';
+import { ManualTimers } from '../helpers/manual-timers.js';
+import { until } from '../helpers/until.js';
+
+const MB = 1024 * 1024;
+
+/** A memory probe the test sets, sampled when the test advances the timers. */
+function memoryProbe(): { probes: LoadProbes; timers: ManualTimers; set(mb: number): void } {
+  let bytes = 40 * MB;
+  const timers = new ManualTimers();
+  return { probes: { memory: () => bytes, timers, now: () => 0 }, timers, set: (mb) => void (bytes = mb * MB) };
+}
+
+/** Sends one message frame on an authenticated WebSocket and answers the first frame about it. */
+async function wsMessage(wsUrl: string, text: string): Promise<Record<string, unknown>> {
+  const socket = new WebSocket(wsUrl, { headers: { 'x-api-token': API_TOKEN } });
+  const frames: Array<Record<string, unknown>> = [];
+  let wake: (() => void) | null = null;
+  socket.on('message', (data: Buffer) => {
+    frames.push(JSON.parse(data.toString('utf8')) as Record<string, unknown>);
+    wake?.();
+  });
+  const next = async (): Promise<Record<string, unknown>> => {
+    while (frames.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    return frames.shift()!;
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      socket.once('open', () => resolve());
+      socket.once('error', reject);
+    });
+    expect(await next()).toMatchObject({ type: 'auth_ok' });
+    socket.send(JSON.stringify({ type: 'message', ref: 'r1', text }));
+    return await next();
+  } finally {
+    socket.terminate();
+  }
+}
+
+describe('overload: the memory watermark', () => {
+  const memory = memoryProbe();
+  const h = useHarness({
+    config: {
+      limits: { overload: { memory_measure: 'rss', memory_watermark_mb: 100 } },
+      channels: { webhook: { enabled: true, host: '127.0.0.1', port: 0 } },
+    },
+    limits: { overload: memory.probes },
+  });
+
+  it('refuses new work on REST, webhook and WebSocket with 503 and Retry-After; health and metrics report it; recovers', async () => {
+    const base = await h.gateway.listen();
+    const webhook = h.internals.webhook!.address!;
+    const postWebhook = (text: string) =>
+      fetch(`${webhook}/webhook`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sender_id: 'u1', chat_id: 'c1', text }),
+      });
+
+    // Under the watermark: work is taken.
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' })).statusCode).toBe(202);
+    let health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(health.json().components.memory).toEqual({
+      status: 'ok',
+      measure: 'rss',
+      value_mb: 40,
+      watermark_mb: 100,
+      shedding: false,
+    });
+
+    // Above it, from the next sample on.
+    memory.set(150);
+    memory.timers.advance(500);
+
+    const waited = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c2', text: 'hi' }, {}, '?wait=true');
+    expect(waited.statusCode).toBe(503);
+    expect(waited.headers['retry-after']).toBe('2');
+    expect(waited.json().error).toMatchObject({
+      code: 'UNAVAILABLE',
+      details: { reason: 'memory', retry_after_seconds: 2 },
+    });
+    const keyed = await h.message(
+      { platform: 'api', user_id: 'u1', chat_id: 'c3', text: 'hi' },
+      { 'idempotency-key': 'k-memory-1' },
+    );
+    expect(keyed.statusCode).toBe(503);
+    expect(keyed.headers['retry-after']).toBe('2');
+
+    const hook = await postWebhook('hello');
+    expect(hook.status).toBe(503);
+    expect(hook.headers.get('retry-after')).toBe('2');
+    expect(((await hook.json()) as { error: { code: string } }).error.code).toBe('UNAVAILABLE');
+
+    const frame = await wsMessage(`${base.replace('http', 'ws')}/api/v1/ws`, 'hello');
+    expect(frame).toMatchObject({
+      type: 'error',
+      ref: 'r1',
+      error: { code: 'UNAVAILABLE', details: { reason: 'memory', retry_after_seconds: 2 } },
+    });
+
+    // Reads still answer: health (degraded, not unhealthy) and metrics.
+    health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(health.statusCode).toBe(200);
+    expect(health.json().status).toBe('degraded');
+    expect(health.json().components.memory).toMatchObject({ status: 'degraded', value_mb: 150, shedding: true });
+    const metrics = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    expect(metrics.statusCode).toBe(200);
+    expect(metrics.body).toContain(`gatehouse_memory_bytes{measure="rss"} ${150 * MB}`);
+    expect(metrics.body).toContain(`gatehouse_memory_watermark_bytes{measure="rss"} ${100 * MB}`);
+    expect(metrics.body).toContain('gatehouse_shedding 1');
+    expect(metrics.body).toMatch(/gatehouse_shed_total\{reason="memory"\} 4\b/);
+
+    // The sample drops: work is taken again at once.
+    memory.set(60);
+    memory.timers.advance(500);
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c2', text: 'hi' })).statusCode).toBe(202);
+    expect((await postWebhook('again')).status).toBe(202);
+    health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(health.json().components.memory).toMatchObject({ status: 'ok', shedding: false });
+    const after = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    expect(after.body).toContain('gatehouse_shedding 0');
+  });
+});
+
+describe('overload: the heap measure and no watermark', () => {
+  const memory = memoryProbe();
+  const h = useHarness({
+    config: { limits: { overload: { memory_measure: 'heap', memory_watermark_mb: null } } },
+    limits: { overload: memory.probes },
+  });
+
+  it('never sheds for memory without a watermark, and reports the heap', async () => {
+    memory.set(10_000);
+    memory.timers.advance(500);
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' })).statusCode).toBe(202);
+    const health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    expect(health.json().components.memory).toEqual({
+      status: 'ok',
+      measure: 'heap',
+      value_mb: 10_000,
+      watermark_mb: null,
+      shedding: false,
+    });
+    const metrics = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    expect(metrics.body).toContain(`gatehouse_memory_bytes{measure="heap"} ${10_000 * MB}`);
+    expect(metrics.body).not.toContain('gatehouse_memory_watermark_bytes{');
+  });
+});
+
+describe('overload: the event loop delay', () => {
+  let nowMs = 0;
+  const timers = new ManualTimers();
+  const h = useHarness({
+    config: { limits: { overload: { max_event_loop_delay_ms: 200 } } },
+    limits: { overload: { memory: () => 40 * MB, timers, now: () => nowMs } },
+  });
+
+  it('refuses writes once two samples in a row ran late, reads pass, and recovers at the next sample on time', async () => {
+    // The sample due at 500 ms runs at 900 ms: 400 ms late. One stall alone sheds nothing.
+    nowMs = 900;
+    timers.advance(500);
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c0', text: 'hi' })).statusCode).toBe(202);
+    // The next, due at 1400 ms, runs at 1700 ms: late again.
+    nowMs = 1700;
+    timers.advance(500);
+    const refused = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' });
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.json().error.details).toMatchObject({ reason: 'event_loop', retry_after_seconds: 1 });
+    expect((await h.inject({ method: 'GET', url: '/api/v1/health' })).statusCode).toBe(200);
+    expect((await h.inject({ method: 'GET', url: '/api/v1/sessions', headers: apiHeaders })).statusCode).toBe(200);
+
+    // The next sample (due at 2200 ms) is on time.
+    nowMs = 2200;
+    timers.advance(500);
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' })).statusCode).toBe(202);
+  });
+});
+
+describe('overload: the turn queue', () => {
+  const h = useHarness({
+    fake: true,
+    clock: Date.parse('2026-11-21T10:00:00.000Z'),
+    config: { agent: { max_concurrent_turns: 1 }, limits: { overload: { max_queue_wait_ms: 1000 } } },
+  });
+
+  it('refuses a turn that would wait past the budget (503, Retry-After), answers keyed retries, and takes work once the queue drains', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    h.fake.enqueue({ after: gate, then: echoReply });
+    h.fake.always(echoReply);
+
+    // One turn runs (the only slot); a second, of another session, waits for the slot.
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'a', text: 'one' })).statusCode).toBe(202);
+    const second = await h.message(
+      { platform: 'api', user_id: 'u1', chat_id: 'b', text: 'two' },
+      { 'idempotency-key': 'k-queue-2' },
+    );
+    expect(second.statusCode).toBe(202);
+    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c', text: 'three' })).statusCode).toBe(202);
+
+    // The turn first in line has waited longer than the budget (100 ms before any turn has ended).
+    h.clock.advance(150);
+    const refused = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'd', text: 'four' }, {}, '?wait=true');
+    expect(refused.statusCode).toBe(503);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.json().error).toMatchObject({
+      code: 'UNAVAILABLE',
+      details: { reason: 'queue_wait', retry_after_seconds: 1, max_wait_ms: 100 },
+    });
+
+    // A retry of an accepted message is answered from its original, not refused.
+    const retry = await h.message(
+      { platform: 'api', user_id: 'u1', chat_id: 'b', text: 'two' },
+      { 'idempotency-key': 'k-queue-2' },
+    );
+    expect(retry.statusCode).toBe(202);
+    expect(retry.json().event_id).toBe(second.json().event_id);
+
+    // The queue drains: new work is taken again.
+    release();
+    const { gauges } = h.internals.messages;
+    await until('the queue drained', () => gauges.queued() === 0 && gauges.running() === 0);
+    const taken = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'd', text: 'four' });
+    expect(taken.json()).toMatchObject({ status: 'accepted' });
+    const metrics = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    expect(metrics.body).toMatch(/gatehouse_shed_total\{reason="queue_wait"\} 1\b/);
+  });
+});
