@@ -84,6 +84,11 @@ export class KnowledgeService {
   readonly #clock: Clock;
   readonly #ids: IdGenerator;
   readonly #search: SearchEngine;
+  /**
+   * Documents are chunked and indexed one at a time (ADR 0043): a 10 MiB document's chunks and search terms
+   * are several times its size while they are built, so uploads at once hold one such set, not one each.
+   */
+  #indexing: Promise<unknown> = Promise.resolve();
 
   constructor(options: KnowledgeServiceOptions) {
     this.#store = options.store;
@@ -97,6 +102,10 @@ export class KnowledgeService {
    * `content`. Its `embedding` says which chunks still wait for a vector.
    */
   async create(input: NewKnowledge, signal?: AbortSignal): Promise<KnowledgeEntry> {
+    return this.#oneAtATime(() => this.#create(input, signal));
+  }
+
+  async #create(input: NewKnowledge, signal?: AbortSignal): Promise<KnowledgeEntry> {
     const doc = await this.#search.prepare(chunkText(input.content), signal);
     const now = isoTime(this.#clock.now());
     const record: KnowledgeRecord = {
@@ -137,6 +146,10 @@ export class KnowledgeService {
    * computed again); `indexed_at` moves to now. Null when there is none.
    */
   async reindex(id: string, signal?: AbortSignal): Promise<KnowledgeEntry | null> {
+    return this.#oneAtATime(() => this.#reindex(id, signal));
+  }
+
+  async #reindex(id: string, signal?: AbortSignal): Promise<KnowledgeEntry | null> {
     const content = await getKnowledgeContent(this.#store.db, id);
     if (content === null) return null;
     const doc = await this.#search.prepare(chunkText(content), signal);
@@ -189,6 +202,13 @@ export class KnowledgeService {
       items.push({ record, score: hit.score, matches });
     }
     return { items, terms: result.terms };
+  }
+
+  /** Runs `job` once every indexing job before it has settled: one document is chunked and indexed at a time. */
+  #oneAtATime<T>(job: () => Promise<T>): Promise<T> {
+    const run = this.#indexing.then(job, job);
+    this.#indexing = run.catch(() => undefined);
+    return run;
   }
 
   /** The records with their embedding state (one query for all of them). */

@@ -77,7 +77,15 @@ export interface AgentOptions {
   maxToolIterations: number;
   approvalRequired: ReadonlySet<string>;
   pricing: Record<string, { input_per_mtok: number; output_per_mtok: number }>;
+  /**
+   * A tool result larger than this many bytes of UTF-8 is cut, with a note to the model, before it is stored,
+   * streamed or sent (`limits.payloads.max_tool_result_bytes`); absent: its default.
+   */
+  maxToolResultBytes?: number;
 }
+
+/** `limits.payloads.max_tool_result_bytes`'s default. */
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 262_144;
 
 export type AgentOutcome =
   | { status: 'completed'; content: string; messageId: string; totals: TurnTotals }
@@ -115,7 +123,28 @@ function parseArguments(text: string): Record<string, unknown> | null {
 }
 
 function resultText(result: unknown): string {
-  return typeof result === 'string' ? result : JSON.stringify(result ?? null);
+  return typeof result === 'string' ? result : (JSON.stringify(result ?? null) ?? 'null');
+}
+
+/**
+ * A tool's result held to `maxBytes` (ADR 0043): as it is when its text fits; otherwise its text cut at a
+ * character boundary, followed by a note telling the model how much there was — the note included in the
+ * cap. What the model, the history, the turn's events and its `tool_calls` report get is this one value.
+ */
+export function capToolResult(result: unknown, maxBytes: number): { result: unknown; text: string } {
+  const text = resultText(result);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes <= maxBytes) return { result, text };
+  const note = `\n[…cut: the tool's result was ${bytes} bytes; only the first part is shown (limits.payloads.max_tool_result_bytes).]`;
+  const keep = Math.max(0, maxBytes - Buffer.byteLength(note));
+  // Copied out (a slice would keep the whole result alive), never cut inside a character.
+  const buffer = Buffer.from(text.slice(0, keep), 'utf8');
+  let end = Math.min(keep, buffer.length);
+  // Back up to the first byte of a character (continuation bytes are 10xxxxxx).
+  while (end > 0 && end < buffer.length && (buffer[end]! & 0xc0) === 0x80) end--;
+  const head = buffer.subarray(0, end).toString('utf8');
+  const cut = head + note;
+  return { result: cut, text: cut };
 }
 
 /**
@@ -197,13 +226,13 @@ export async function runAgent(
         }
         await ports.setCurrentTool(null);
       }
+      const capped = capToolResult(result, options.maxToolResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
       if (report) {
-        report.result = result;
+        report.result = capped.result;
         report.status = status;
       }
-      const text = resultText(result);
-      await ports.appendToolResult(call, text);
-      ports.emit('tool_result', { id: call.id, name: call.name, result });
+      await ports.appendToolResult(call, capped.text);
+      ports.emit('tool_result', { id: call.id, name: call.name, result: capped.result });
     }
     return null;
   };

@@ -43,10 +43,16 @@ export interface SearchEngineOptions {
   recentWindow?: number;
 }
 
-/** A document ready to be written: its chunks, their tokens, and their vectors where embedding succeeded. */
+/** Chunks tokenised and inserted together by `replace`. */
+const REPLACE_BATCH = 256;
+
+/**
+ * A document ready to be written: its chunks and their vectors where embedding succeeded. The chunks' search
+ * terms are made as they are written, a batch at a time (`replace`): for a 10 MiB document they are several
+ * times its size, and held whole they were the largest part of an upload's memory.
+ */
 export interface PreparedDocument {
   readonly chunks: readonly string[];
-  readonly tokens: readonly (readonly string[])[];
   /** One per chunk; null while a chunk waits for the background embedder. */
   readonly vectors: readonly (Float32Array | null)[];
 }
@@ -171,7 +177,6 @@ export class SearchEngine {
    * leaves the vectors null for the background embedder; it never rejects.
    */
   async prepare(chunks: readonly string[], signal?: AbortSignal): Promise<PreparedDocument> {
-    const tokens = chunks.map(tokenize);
     let vectors: (Float32Array | null)[] = chunks.map(() => null);
     if (this.#client && chunks.length > 0 && chunks.length <= this.#inlineMax) {
       try {
@@ -184,7 +189,7 @@ export class SearchEngine {
         );
       }
     }
-    return { chunks, tokens, vectors };
+    return { chunks, vectors };
   }
 
   /**
@@ -193,19 +198,24 @@ export class SearchEngine {
    */
   async replace(trx: Executor, collection: Collection, docId: string, doc: PreparedDocument): Promise<void> {
     const model = this.#client?.model ?? null;
-    const rows: ChunkRow[] = doc.chunks.map((text, chunk) => {
-      const vector = doc.vectors[chunk] ?? null;
-      return {
-        docId,
-        chunk,
-        text,
-        tokens: doc.tokens[chunk] ?? [],
-        embedding: vector && model !== null ? encodeVector(vector) : null,
-        embeddingModel: vector && model !== null ? model : null,
-      };
-    });
     await this.#fullText.deleteChunks(trx, collection, docId);
-    await this.#fullText.insertChunks(trx, collection, rows);
+    // Tokenised and inserted a batch at a time: only one batch's terms are held (see `PreparedDocument`).
+    for (let start = 0; start < doc.chunks.length; start += REPLACE_BATCH) {
+      const rows: ChunkRow[] = [];
+      for (let chunk = start; chunk < Math.min(doc.chunks.length, start + REPLACE_BATCH); chunk++) {
+        const text = doc.chunks[chunk]!;
+        const vector = doc.vectors[chunk] ?? null;
+        rows.push({
+          docId,
+          chunk,
+          text,
+          tokens: tokenize(text),
+          embedding: vector && model !== null ? encodeVector(vector) : null,
+          embeddingModel: vector && model !== null ? model : null,
+        });
+      }
+      await this.#fullText.insertChunks(trx, collection, rows);
+    }
   }
 
   /** Removes every chunk of `docId` from the index, inside the caller's transaction. */

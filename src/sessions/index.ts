@@ -5,7 +5,7 @@ export {
   appendMessage,
   appendMessageOnce,
   bumpEpoch,
-  contextChat,
+  contextWithin,
   contextMessages,
   countSessionsByAgent,
   ensureSession,
@@ -20,6 +20,18 @@ export {
   type SessionOrigin,
   type SessionRecord,
 } from './sessions.repo.js';
+export {
+  BYTES_PER_TOKEN,
+  MESSAGE_OVERHEAD_BYTES,
+  contextBudgetOf,
+  DEFAULT_CONTEXT_BUDGET,
+  fitContext,
+  retainContext,
+  sizeEntry,
+  tokensOf,
+  type ContextBudget,
+  type SizedEntry,
+} from './context-budget.js';
 export { isolatedPrincipal, ownerScope, ownsSession, principalKeyPart } from './session-owner.js';
 export { sessionsModule } from './sessions.module.js';
 export type { SessionOriginPolicy } from './sessions.routes.js';

@@ -1,5 +1,13 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
-import { prepared, type Database, type MessagesTable, type SessionsTable } from '../store/index.js';
+import { sql } from 'kysely';
+import { prepared, preparedSql, type Database, type MessagesTable, type SessionsTable } from '../store/index.js';
+import {
+  BYTES_PER_TOKEN,
+  MESSAGE_OVERHEAD_BYTES,
+  sizeEntry,
+  type ContextBudget,
+  type SizedEntry,
+} from './context-budget.js';
 
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -355,25 +363,63 @@ export async function contextMessages(
 /** One message as the model's context needs it (`contextChat`). */
 export type ContextEntry = Pick<MessageRecord, 'role' | 'content' | 'toolCalls' | 'toolCallId' | 'name'>;
 
-const contextColumns = prepared((ex, input: { key: string; epoch: number; limit: number }) =>
-  ex
-    .selectFrom('messages')
-    .select(['role', 'content', 'tool_calls', 'tool_call_id', 'name'])
-    .where('session_key', '=', input.key)
-    .where('context_epoch', '=', input.epoch)
-    .orderBy('id', 'desc')
-    .limit(input.limit),
+/** A row of `contextWithin`: the columns a model call needs, the text cut at the cap, and the sizes read. */
+type BudgetRow = ContextRow & { content_bytes: number | null; tool_calls_bytes: number | null };
+
+/**
+ * The context window's read (ADR 0043): the newest `limit` messages of the epoch are sized from their stored
+ * lengths (`octet_length` reads no text on either database), summed newest first, and only those that start
+ * within `budget` bytes — or belong to the newest group, the messages from the newest non-tool one on — are
+ * read, each text cut at `cap + 1` characters. So the read holds about the budget, never the history.
+ */
+const contextBudgetRead = preparedSql(
+  (input: { key: string; epoch: number; limit: number; cap: number; overhead: number; budget: number }) =>
+    sql<BudgetRow>`with recent as (
+      select id,
+        (case when coalesce(octet_length(content), 0) > cast(${input.cap} as integer) then cast(${input.cap} as integer)
+          else coalesce(octet_length(content), 0) end)
+          + coalesce(octet_length(tool_calls), 0) + cast(${input.overhead} as integer) as cost,
+        case when role = 'tool' then 0 else 1 end as opens
+      from messages
+      where session_key = ${input.key} and context_epoch = cast(${input.epoch} as integer)
+      order by id desc
+      limit cast(${input.limit} as integer)
+    ),
+    sized as (
+      select id, cost, sum(cost) over (order by id desc) as used, sum(opens) over (order by id desc) - opens as newer
+      from recent
+    )
+    select m.role, substr(m.content, 1, cast(${input.cap} as integer) + 1) as content,
+      octet_length(m.content) as content_bytes, m.tool_calls, octet_length(m.tool_calls) as tool_calls_bytes,
+      m.tool_call_id, m.name
+    from sized s join messages m on m.id = s.id
+    where s.used - s.cost < cast(${input.budget} as integer) or s.newer = 0
+    order by m.id`,
 );
 
 /**
- * The model's context window as `contextMessages`, with only the columns a
- * model call needs (read before every model call).
+ * The model's context window of `epoch` within `budget`, oldest first, each message sized and cut at the
+ * per-message cap (`fitContext` then picks what is sent). One bounded statement, read before a model call:
+ * at most `budget.maxMessages` rows are sized and about `budget.maxTokens` worth of text is read.
  */
-export async function contextChat(ex: Executor, key: string, epoch: number, limit: number): Promise<ContextEntry[]> {
-  const rows = await contextColumns.rows(ex, { key, epoch, limit });
-  const out: ContextEntry[] = new Array<ContextEntry>(rows.length);
-  for (let i = rows.length - 1, j = 0; i >= 0; i--, j++) out[j] = toContextEntry(rows[i]!);
-  return out;
+export async function contextWithin(
+  ex: Executor,
+  key: string,
+  epoch: number,
+  budget: ContextBudget,
+): Promise<SizedEntry[]> {
+  const cap = budget.maxMessageTokens * BYTES_PER_TOKEN;
+  const rows = await contextBudgetRead.rows(ex, {
+    key,
+    epoch,
+    limit: budget.maxMessages,
+    cap,
+    overhead: MESSAGE_OVERHEAD_BYTES,
+    budget: budget.maxTokens * BYTES_PER_TOKEN,
+  });
+  return rows.map((row) =>
+    sizeEntry(toContextEntry(row), budget, Number(row.content_bytes ?? 0), Number(row.tool_calls_bytes ?? 0)),
+  );
 }
 
 /** The columns of a message the model's context needs, as stored. */
@@ -390,17 +436,44 @@ export function toContextEntry(row: ContextRow): ContextEntry {
   };
 }
 
+/** Bytes of message text one page of history carries at most (ADR 0043); the newest message always comes. */
+export const HISTORY_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * One page of history: the newest `limit` messages of the epoch, sized from their stored lengths
+ * (`octet_length` reads no text), and only those starting within `budget` bytes read — newest first, so the
+ * newest message always comes, however large.
+ */
+const historyPage = preparedSql(
+  (input: { key: string; epoch: number; limit: number; budget: number }) =>
+    sql<Selectable<MessagesTable>>`with recent as (
+      select id, coalesce(octet_length(content), 0) + coalesce(octet_length(tool_calls), 0) as size
+      from messages
+      where session_key = ${input.key} and context_epoch = cast(${input.epoch} as integer)
+      order by id desc
+      limit cast(${input.limit} as integer)
+    ),
+    sized as (select id, size, sum(size) over (order by id desc) as used from recent)
+    select m.* from sized s join messages m on m.id = s.id
+    where s.used - s.size < cast(${input.budget} as integer)
+    order by m.id`,
+);
+
 /**
  * The visible history: the newest `limit` messages of `epoch` in
- * chronological order, and `total`, the number of messages in that epoch.
+ * chronological order, within `HISTORY_MAX_BYTES` of text (fewer when the
+ * newest are large: `items.length` says how many came), and `total`, the
+ * number of messages in that epoch.
  */
 export async function history(
   ex: Executor,
   key: string,
   epoch: number,
   limit: number,
+  maxBytes = HISTORY_MAX_BYTES,
 ): Promise<{ items: MessageRecord[]; total: number }> {
-  const items = await contextMessages(ex, key, epoch, limit);
+  const rows = await historyPage.rows(ex, { key, epoch, limit, budget: maxBytes });
+  const items = rows.map(toMessage);
   const count = await ex
     .selectFrom('messages')
     .select((eb) => eb.fn.countAll<number>().as('n'))

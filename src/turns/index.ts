@@ -20,6 +20,8 @@ export {
   type Submitted,
 } from './inbound.js';
 export { type FollowOptions } from './turn-follow.js';
+export type { LoadShedder } from './intake.js';
+export type { QueueLoad } from './turn-queue.js';
 export type { SpendCap } from './turn-ports.js';
 export type { EventOutbox, OutboxEvent } from './turn-outbox.js';
 export type { StoredTrace, TraceCarrier, TracedTurn, TurnIds, TurnTrace, TurnTracer } from './turn-trace.js';

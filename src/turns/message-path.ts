@@ -11,7 +11,8 @@ import type { IdentityCheck } from '../security/identity.js';
 import { heartbeat, liveOwners, registerInstance, removeInstance, type Store } from '../store/index.js';
 import type { SessionOrigin } from '../sessions/index.js';
 import type { Inbound, Submitted } from './inbound.js';
-import { Intake } from './intake.js';
+import { Intake, type LoadShedder } from './intake.js';
+import type { ApiError } from '../http/errors.js';
 import { TurnEventHub, type TurnEvent, type TurnEventTap } from './turn-events.js';
 import { followTurn, type FollowOptions } from './turn-follow.js';
 import { readySteps, type TurnStep } from './turn-steps.js';
@@ -22,11 +23,9 @@ import { lastTurnEventSeq } from './turn-events.repo.js';
 import { TurnTimings, type TurnMarks } from './turn-timings.js';
 import type { EventOutbox } from './turn-outbox.js';
 import type { TurnTracer } from './turn-trace.js';
-import { ContextCache } from './context-cache.js';
-import { TurnRunner, type SessionAgent } from './turn-runner.js';
+import { payloadOptions, TurnRunner, type SessionAgent } from './turn-runner.js';
 import type { ChatCommand } from './turn-commands.js';
 import { turnPathFor } from './turn-path.js';
-import { CONTEXT_WINDOW } from './turn-ports.js';
 import { messageView } from './turns.presenter.js';
 import { TurnWaiters } from './turn-waiters.js';
 import { getTurn, interruptTurns, listTurnsByStatus, type TurnOwnerFilter, type TurnRecord } from './turns.repo.js';
@@ -95,6 +94,11 @@ export interface MessagePath {
   interruptHere(eventId: string, reason: string): boolean;
   /** The ledger record of a turn, or null when there is none. */
   turn(eventId: string): Promise<TurnRecord | null>;
+  /**
+   * The refusal (503, Retry-After) new work gets while the process is over a limit of `limits.overload`
+   * (memory watermark, event-loop delay), or null: for entry points to refuse before reading a body.
+   */
+  overloaded(): ApiError | null;
   /** Event ids of the turns running in this process. */
   runningTurns(): string[];
   /** Listens to every turn's events (the live feed's `turns` topic). */
@@ -184,6 +188,8 @@ export interface MessagePathOptions {
   tracer?: TurnTracer | null;
   /** Event subscriptions (DECISIONS §20): deliveries written in the commits of what they report. */
   outbox?: EventOutbox | null;
+  /** Load shedding at the door (`limits.overload`, ADR 0043); absent: only `max_queued_turns` refuses. */
+  shedder?: LoadShedder | null;
 }
 
 /** Turn event types another process may send (DECISIONS §5). */
@@ -250,8 +256,8 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     timings,
     tracer: options.tracer ?? null,
     outbox: options.outbox ?? null,
-    // The context windows of active sessions stay in memory where this process is the database's one writer.
-    ...(store.shared ? {} : { contextCache: new ContextCache(CONTEXT_WINDOW) }),
+    // The context budget, the tool results' cap, and the context cache where this process is the one writer.
+    ...payloadOptions(config.limits.payloads, store.shared),
     idempotency,
     clock,
     ids,
@@ -276,6 +282,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     maxQueued: config.agent.max_queued_turns,
     run: (sessionKey, job) => runner.run(sessionKey, job),
     onError: (err) => log.error({ err }, 'turn job failed'),
+    now: () => clock.now(), // waits and run times, for admission
     onRetry: (sessionKey, job, failures, delayMs) => {
       // Once per streak of a lane: an outage retries every lane until the store is back.
       if (failures === 1) {
@@ -299,6 +306,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     timings,
     tracer: options.tracer ?? null,
     outbox: options.outbox ?? null,
+    shedder: options.shedder ?? null,
     ...(options.onAccepted ? { onAccepted: options.onAccepted } : {}),
     ...(options.agents ? { originOf: (inbound: Inbound) => options.agents!.originOf(inbound) } : {}),
   });
@@ -420,6 +428,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
       (store.shared && !isHeld(eventId) && (options.interruptElsewhere?.(eventId, reason) ?? false)),
     interruptHere: (eventId, reason) => runner.interrupt(eventId, reason),
     turn: (eventId) => getTurn(store.db, eventId),
+    overloaded: () => options.shedder?.pressure() ?? null,
     runningTurns: () => runner.runningTurns(),
     tap: (listener) => hub.tap(listener),
     relay: (listener) => hub.relay(listener),
@@ -458,6 +467,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
     listenerCount: () => hub.listenerCount(),
     runner,
     async start() {
+      options.shedder?.start?.();
       await store.writer.run((trx) => registerInstance(trx, owner, now()));
       await idempotency.start();
       const result = await recover(true);
@@ -501,6 +511,7 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
         .catch(() => undefined); // the store is down: the next start interrupts them (process_restart)
       await hub.flush();
       await store.writer.run((trx) => removeInstance(trx, owner)).catch(() => undefined);
+      options.shedder?.close?.();
     },
   };
 }

@@ -8,14 +8,13 @@
 import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
-import type { ContextEntry } from '../sessions/index.js';
+import { DEFAULT_CONTEXT_BUDGET, type ContextBudget, type SizedEntry } from '../sessions/index.js';
 import type { Store } from '../store/index.js';
 import type { ContextCache } from './context-cache.js';
 import type { InboundPayload } from './inbound.js';
 import { commandOf, type ChatCommand, type CommandCall } from './turn-commands.js';
 import { isStoreUnavailable } from './turn-finish.js';
 import type { ClaimTaken, TurnPath } from './turn-path.js';
-import { CONTEXT_WINDOW } from './turn-ports.js';
 import { claimedUserMessage, getTurn, resumeTurn, type TurnRecord } from './turns.repo.js';
 
 /** What a claim decided a turn is: a chat command, a clarification answer, or a message for the agent. */
@@ -33,7 +32,7 @@ export type ClaimedStep =
        */
       statusStored: boolean;
       /** The context window the claim read with its writes (PostgreSQL, ADR 0032): the first model call's. */
-      window?: ContextEntry[];
+      window?: SizedEntry[];
     }
   /** A claim whose commit went unconfirmed and whose step cannot be rebuilt from the ledger. */
   | { kind: 'lost'; claimed: TurnRecord };
@@ -49,6 +48,8 @@ export interface TurnClaimDeps {
   owner: string;
   /** Extra chat commands, by name without the slash. */
   commands?: Record<string, ChatCommand>;
+  /** The model's context as a token budget (`limits.payloads`); default: its defaults. */
+  contextBudget?: ContextBudget;
   /** Told when a turn could not start because its session is busy in another process (ADR 0029). */
   onSessionBusy?: (sessionKey: string, why: 'claiming' | 'elsewhere') => void;
 }
@@ -127,7 +128,7 @@ export class TurnClaimer {
             message,
             event,
             channel: payload.channel,
-            window: CONTEXT_WINDOW,
+            window: this.deps.contextBudget ?? DEFAULT_CONTEXT_BUDGET,
           });
           const window = recorded.window ? { window: recorded.window } : {};
           return { kind: 'message', claimed, epoch: recorded.epoch, statusStored: true, ...window };

@@ -6,7 +6,7 @@
  * ending two turns) goes to `turn-path.general.ts`.
  */
 import type { Transaction } from 'kysely';
-import { ensureSession, type ContextEntry } from '../sessions/index.js';
+import { ensureSession, type SizedEntry } from '../sessions/index.js';
 import type { Database, Store } from '../store/index.js';
 import { TurnTakenOverError, type GeneralTurnPath } from './turn-path.general.js';
 import type {
@@ -105,7 +105,7 @@ class FoldedClaim implements TurnClaim {
     return { claimed: claim.claimed, clarification: gate.clarification };
   }
 
-  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: ContextEntry[] }> {
+  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: SizedEntry[] }> {
     const { message, event, channel, window } = input;
     // The message, its count on the live session, the first event and the context window in one statement.
     const folded = { message, event, window };

@@ -4,7 +4,7 @@
  * 0032 keeps the general path (a claim whose commit went unconfirmed, a pause, an outcome ending two turns).
  */
 import type { Transaction } from 'kysely';
-import { appendMessage, ensureSession, touchSessionEpoch, type ContextEntry } from '../sessions/index.js';
+import { appendMessage, ensureSession, touchSessionEpoch, type SizedEntry } from '../sessions/index.js';
 import type { Database, Store } from '../store/index.js';
 import { appendTurnEvent, appendTurnEventOnce } from './turn-events.repo.js';
 import type {
@@ -121,7 +121,7 @@ class GeneralClaim implements TurnClaim {
     return { claimed, clarification };
   }
 
-  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: ContextEntry[] }> {
+  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: SizedEntry[] }> {
     const { message, event, channel } = input;
     const { sessionKey, createdAt: now } = message;
     // The live session counts the message (one statement); one deleted meanwhile is revived first.

@@ -17,6 +17,7 @@ import {
 import { claimTurn, getTurn, insertTurn, pauseTurn } from './turns.repo.js';
 
 const NOW = '2026-11-27T10:00:00.000Z';
+const budget = (maxMessages: number) => ({ maxTokens: 64_000, maxMessageTokens: 16_000, maxMessages });
 const postgres = testBackends().find((backend) => backend.name === 'postgres')!;
 
 describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', () => {
@@ -125,12 +126,12 @@ describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', 
   it("stores the claim's message and first event on a live session in one statement, nothing on a missing one", async () => {
     await accepted('evt_1');
     const event = { type: 'status', data: { status: 'running' } };
-    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event, window: 3 })).toBeNull();
+    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event, window: budget(3) })).toBeNull();
     expect(await listTurnEvents(db, 'evt_1', 0, 10)).toEqual([]);
     await ensureSession(db, { key: 's1', channel: 'api', now: NOW });
-    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event, window: 3 })).toEqual({
+    expect(await recordClaimedMessage(db, { message: userMessage('evt_1'), event, window: budget(3) })).toEqual({
       epoch: 0,
-      window: [{ role: 'user', content: 'hello', toolCalls: null, toolCallId: null, name: null }],
+      window: [{ entry: { role: 'user', content: 'hello', toolCalls: null, toolCallId: null, name: null }, bytes: 21 }],
     });
     expect((await getSession(db, 's1'))!.messageCount).toBe(1);
     expect(await contextMessages(db, 's1', 0, 10)).toMatchObject([{ id: 'msg_evt_1', role: 'user', content: 'hello' }]);
@@ -155,16 +156,20 @@ describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', 
     await sql`update sessions set context_epoch = 1 where key = 's1'`.execute(db);
     await accepted('evt_1');
     const event = { type: 'status', data: { status: 'running' } };
-    const recorded = await recordClaimedMessage(db, { message: userMessage('evt_1', 'msg_3'), event, window: 3 });
+    const recorded = await recordClaimedMessage(db, {
+      message: userMessage('evt_1', 'msg_3'),
+      event,
+      window: budget(3),
+    });
     expect(recorded!.epoch).toBe(1);
-    // Oldest first, by id: msg_1 falls out of a window of 3; msg_4 (a later id) stays after the new msg_3.
-    expect(recorded!.window.map((entry) => entry.content)).toEqual(['msg_2', 'hello', 'msg_4']);
+    // Oldest first, by id: the newest 3 of the epoch as they were, the new msg_3 among them (msg_4 is a later id).
+    expect(recorded!.window.map((sized) => sized.entry.content)).toEqual(['msg_1', 'msg_2', 'hello', 'msg_4']);
     const wide = await db.transaction().execute(async (trx) => {
       await accepted('evt_2');
-      return recordClaimedMessage(trx, { message: userMessage('evt_2', 'msg_5'), event, window: 100 });
+      return recordClaimedMessage(trx, { message: userMessage('evt_2', 'msg_5'), event, window: budget(100) });
     });
-    expect(wide!.window.map((entry) => entry.content)).toEqual(['msg_1', 'msg_2', 'hello', 'msg_4', 'hello']);
-    expect(wide!.window[0]!.toolCalls).toEqual([{ id: 'c' }]);
+    expect(wide!.window.map((sized) => sized.entry.content)).toEqual(['msg_1', 'msg_2', 'hello', 'msg_4', 'hello']);
+    expect(wide!.window[0]!.entry.toolCalls).toEqual([{ id: 'c' }]);
   });
 
   it('ends a held turn with its reply, usage, idempotency TTL and final event once; never one held elsewhere', async () => {

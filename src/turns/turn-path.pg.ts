@@ -1,10 +1,14 @@
 import { sql, type Kysely, type Selectable, type Transaction } from 'kysely';
 import {
+  BYTES_PER_TOKEN,
+  MESSAGE_OVERHEAD_BYTES,
   messageRow,
+  sizeEntry,
   toContextEntry,
-  type ContextEntry,
+  type ContextBudget,
   type ContextRow,
   type MessageRecord,
+  type SizedEntry,
 } from '../sessions/index.js';
 import { preparedSql, type Database, type TurnsTable } from '../store/index.js';
 import { usageRow, type UsageInput } from '../usage/index.js';
@@ -160,15 +164,21 @@ const claimFree = preparedSql(
 /**
  * The claimed turn's user message and first event (`status` running, number
  * 1), and the session counting the message: one statement, which also reads
- * the model's context window (the newest `window` messages of the epoch, the
- * new one included, oldest first: what `contextChat` answers after it).
+ * the model's context window within `budget` (as `contextWithin` reads it:
+ * sized from stored lengths, only what fits read, each text cut at the
+ * per-message cap), the new message added last, oldest first.
  * Null (nothing written) when the session is missing or deleted.
  */
 export async function recordClaimedMessage(
   ex: Executor,
-  input: { message: Omit<MessageRecord, 'contextEpoch'>; event: { type: string; data: unknown }; window: number },
-): Promise<{ epoch: number; window: ContextEntry[] } | null> {
+  input: {
+    message: Omit<MessageRecord, 'contextEpoch'>;
+    event: { type: string; data: unknown };
+    window: ContextBudget;
+  },
+): Promise<{ epoch: number; window: SizedEntry[] } | null> {
   const { message } = input;
+  const cap = input.window.maxMessageTokens * BYTES_PER_TOKEN;
   const rows = await claimedMessage.rows(ex, {
     id: message.id,
     sessionKey: message.sessionKey,
@@ -178,19 +188,29 @@ export async function recordClaimedMessage(
     now: message.createdAt,
     type: input.event.type,
     data: JSON.stringify(input.event.data ?? null),
-    limit: input.window,
+    limit: input.window.maxMessages,
+    cap,
+    overhead: MESSAGE_OVERHEAD_BYTES,
+    budget: input.window.maxTokens * BYTES_PER_TOKEN,
   });
   if (rows.length === 0) return null;
   // The statement sees the messages as they were before it: the new one joins the window in id order.
   const entries = rows
     .filter((row) => row.id !== null)
-    .map((row) => ({ id: row.id!, entry: toContextEntry(row as ContextRow) }));
-  entries.push({
-    id: message.id,
-    entry: { role: message.role, content: message.content, toolCalls: null, toolCallId: null, name: null },
-  });
+    .map((row) => ({
+      id: row.id!,
+      sized: sizeEntry(
+        toContextEntry(row as ContextRow),
+        input.window,
+        Number(row.content_bytes ?? 0),
+        Number(row.tool_calls_bytes ?? 0),
+      ),
+    }));
+  const entry = { role: message.role, content: message.content, toolCalls: null, toolCallId: null, name: null };
+  entries.push({ id: message.id, sized: sizeEntry(entry, input.window) });
   entries.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  return { epoch: rows[0]!.context_epoch, window: entries.slice(-input.window).map((e) => e.entry) };
+  const window = entries.map((e) => e.sized);
+  return { epoch: rows[0]!.context_epoch, window };
 }
 
 const claimedMessage = preparedSql(
@@ -204,8 +224,13 @@ const claimedMessage = preparedSql(
     type: string;
     data: string;
     limit: number;
+    cap: number;
+    overhead: number;
+    budget: number;
   }) => sql<
-    { context_epoch: number; id: string | null } & { [K in keyof ContextRow]: ContextRow[K] | null }
+    { context_epoch: number; id: string | null; content_bytes: number | null; tool_calls_bytes: number | null } & {
+      [K in keyof ContextRow]: ContextRow[K] | null;
+    }
   >`with s as (
       update sessions set last_active = ${input.now}::text, message_count = message_count + 1
       where key = ${input.sessionKey}::text and deleted_at is null
@@ -221,11 +246,27 @@ const claimedMessage = preparedSql(
       insert into turn_events (event_id, seq, type, data, created_at)
       select ${input.eventId}::text, 1, ${input.type}::text, ${input.data}::text, ${input.now}::text from s
     )
-    select s.context_epoch, w.id, w.role, w.content, w.tool_calls, w.tool_call_id, w.name
+    select s.context_epoch, w.id, w.role, w.content, w.content_bytes, w.tool_calls, w.tool_calls_bytes,
+      w.tool_call_id, w.name
     from s left join lateral (
-      select id, role, content, tool_calls, tool_call_id, name from messages
-      where session_key = ${input.sessionKey}::text and context_epoch = s.context_epoch
-      order by id desc limit ${input.limit}::integer
+      with recent as (
+        select id,
+          least(coalesce(octet_length(content), 0), ${input.cap}::integer)
+            + coalesce(octet_length(tool_calls), 0) + ${input.overhead}::integer as cost,
+          case when role = 'tool' then 0 else 1 end as opens
+        from messages
+        where session_key = ${input.sessionKey}::text and context_epoch = s.context_epoch
+        order by id desc limit ${input.limit}::integer
+      ),
+      sized as (
+        select id, cost, sum(cost) over (order by id desc) as used, sum(opens) over (order by id desc) - opens as newer
+        from recent
+      )
+      select mm.id, mm.role, substr(mm.content, 1, ${input.cap}::integer + 1) as content,
+        octet_length(mm.content) as content_bytes, mm.tool_calls, octet_length(mm.tool_calls) as tool_calls_bytes,
+        mm.tool_call_id, mm.name
+      from sized z join messages mm on mm.id = z.id
+      where z.used - z.cost < ${input.budget}::integer or z.newer = 0
     ) w on true`,
 );
 

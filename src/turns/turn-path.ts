@@ -8,7 +8,7 @@
  */
 import type { Transaction } from 'kysely';
 import type { Idempotency } from '../idempotency/index.js';
-import type { ContextEntry, MessageRecord } from '../sessions/index.js';
+import type { ContextBudget, MessageRecord, SizedEntry } from '../sessions/index.js';
 import type { Database, Store } from '../store/index.js';
 import { FoldedTurnPath } from './turn-path.folded.js';
 import { GeneralTurnPath } from './turn-path.general.js';
@@ -87,7 +87,7 @@ export interface TurnClaim {
    * turn's first event (number 1). Answers the context epoch, and the context window where it was read with
    * these writes (the first model call's, ADR 0032).
    */
-  record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: ContextEntry[] }>;
+  record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: SizedEntry[] }>;
 }
 
 /** What a claim's `take` decided. */
@@ -110,8 +110,8 @@ export interface ClaimRecord {
   event: { type: string; data: Record<string, unknown> };
   /** The session's channel, should the session have to be revived. */
   channel: string;
-  /** Messages of the context window, where the claim reads it. */
-  window: number;
+  /** The context window's budget, where the claim reads it. */
+  window: ContextBudget;
 }
 
 /** A turn's final event, stored by the outcome's commit, delivered after it. */

@@ -9,7 +9,15 @@ import type { Clock } from '../lib/clock.js';
 import { isoTime } from '../lib/clock.js';
 import type { IdGenerator } from '../lib/ids.js';
 import type { AgentPorts, ChatMessage, ToolCall } from '../runtime/index.js';
-import { contextChat, type ContextEntry, type MessageRecord } from '../sessions/index.js';
+import {
+  contextWithin,
+  DEFAULT_CONTEXT_BUDGET,
+  fitContext,
+  type ContextBudget,
+  type ContextEntry,
+  type MessageRecord,
+  type SizedEntry,
+} from '../sessions/index.js';
 import type { Database, Store } from '../store/index.js';
 import { spentNanoUsdSince } from '../usage/index.js';
 import type { ContextCache } from './context-cache.js';
@@ -18,9 +26,6 @@ import type { TurnEventHub } from './turn-events.js';
 import type { TurnPath } from './turn-path.js';
 import { isEmpty, storeTurnWrites, type TurnWrites } from './turn-writes.js';
 import { updateTurnProgress, type TurnRecord } from './turns.repo.js';
-
-/** Messages of context sent to the model (the newest of the current epoch). */
-export const CONTEXT_WINDOW = 100;
 
 /** A daily spend cap besides the gateway's: an agent's or a principal's (DECISIONS §17-18), USD per UTC day. */
 export interface SpendCap {
@@ -43,6 +48,8 @@ export interface TurnPortsDeps {
   owner: string;
   /** USD per UTC day, or null for no cap. */
   dailyBudgetUsd: number | null;
+  /** The model's context as a token budget (`limits.payloads`); default: its defaults. */
+  contextBudget?: ContextBudget;
 }
 
 /**
@@ -59,7 +66,7 @@ export function turnPorts(
   eventIds: string[],
   epoch: number,
   writes: TurnWrites,
-  claimWindow?: ContextEntry[],
+  claimWindow?: SizedEntry[],
   caps: readonly SpendCap[] = [],
   owners: { memoryOwner?: string; principal?: string } = {},
 ): AgentPorts {
@@ -112,11 +119,12 @@ export function turnPorts(
       const cache = deps.contextCache;
       let window = readWithClaim ?? cache?.get(sessionKey, epoch);
       readWithClaim = undefined; // later steps read what they stored
+      const budget = deps.contextBudget ?? DEFAULT_CONTEXT_BUDGET;
       if (!window) {
-        window = await contextChat(store.db, sessionKey, epoch, CONTEXT_WINDOW);
+        window = await contextWithin(store.db, sessionKey, epoch, budget);
         cache?.set(sessionKey, epoch, window);
       }
-      return [...requestContext(turn), ...toChatMessages(window, cache !== undefined)];
+      return [...requestContext(turn), ...toChatMessages(fitContext(window, budget), cache !== undefined)];
     },
     appendAssistant: async (content, toolCalls) => {
       const id = stage({ role: 'assistant', content, toolCalls, toolCallId: null, name: null });

@@ -13,7 +13,8 @@ import {
   type PendingState,
   type Resolution,
 } from '../runtime/index.js';
-import { getSession, type ContextEntry } from '../sessions/index.js';
+import { contextBudgetOf, getSession, type ContextBudget, type SizedEntry } from '../sessions/index.js';
+import { ContextCache } from './context-cache.js';
 import type { InboundPayload } from './inbound.js';
 import { runningStatus, TurnClaimer, type ClaimedStep } from './turn-claim.js';
 import { runChatCommand, type ChatCommand } from './turn-commands.js';
@@ -62,6 +63,32 @@ export interface TurnRunnerOptions extends TurnFinishDeps {
   commands?: Record<string, ChatCommand>;
   /** Tracing of turns (DECISIONS §21); null or absent when it is off. */
   tracer?: TurnTracer | null;
+  /** The model's context as a token budget (`limits.payloads`); default: its defaults. */
+  contextBudget?: ContextBudget;
+  /** A tool result over this many bytes is cut, with a note, before it is stored or sent (`limits.payloads`). */
+  maxToolResultBytes?: number;
+}
+
+/**
+ * The runner's options from `limits.payloads` (ADR 0043): the context budget, the tool results' cap, and —
+ * where this process is the database's one writer (`shared` false) — the context windows of active sessions
+ * kept in memory, bounded by bytes.
+ */
+export function payloadOptions(
+  payloads: {
+    max_tool_result_bytes: number;
+    max_context_tokens: number;
+    max_message_tokens: number;
+    max_context_messages: number;
+  },
+  shared: boolean,
+): Pick<TurnRunnerOptions, 'contextBudget' | 'maxToolResultBytes' | 'contextCache'> {
+  const contextBudget = contextBudgetOf(payloads);
+  return {
+    contextBudget,
+    maxToolResultBytes: payloads.max_tool_result_bytes,
+    ...(shared ? {} : { contextCache: new ContextCache(contextBudget) }),
+  };
 }
 
 /**
@@ -257,7 +284,7 @@ export class TurnRunner {
       /** The claim stored the primary turn's `status` event: only deliver it. */
       statusStored?: boolean;
       /** The context window read with the claim: the first model call uses it instead of reading it. */
-      window?: ContextEntry[];
+      window?: SizedEntry[];
     } = {},
   ): Promise<JobResult | 'retry'> {
     const { store, hub, logger, timings } = this.options;
@@ -309,7 +336,13 @@ export class TurnRunner {
           ...('principal' in chosen && chosen.principal !== undefined ? { principal: chosen.principal } : {}),
         };
         const ports = turnPorts(this.options, turn, eventIds, epoch, writes, options.window, chosen.caps, owners);
-        const run = { ...agent, provider: tracked };
+        const run = {
+          ...agent,
+          provider: tracked,
+          ...(this.options.maxToolResultBytes !== undefined
+            ? { maxToolResultBytes: this.options.maxToolResultBytes }
+            : {}),
+        };
         if (trace) run.tools = trace.tools(agent.tools);
         outcome = await runAgent(run, ports, controller.signal, resume);
       } catch (err) {

@@ -13,6 +13,24 @@ const TERMINAL_STATUSES: ReadonlySet<string> = new Set(TERMINAL_STATUS_LIST);
 const MAX_TIMER_MS = 2_147_483_647;
 /** Terminal outcomes stored in this process remembered for waiters that come just after (bounded). */
 const RECENT_OUTCOMES = 256;
+/**
+ * An outcome larger than this (a long message, reply or tool results) is not remembered: a waiter that
+ * comes late reads it from the ledger. Bounds the memory of `recent` to about 256 × 16 KiB.
+ */
+export const RECENT_OUTCOME_MAX_CHARS = 16_384;
+
+/** Whether the strings of `value` (its keys included) add up to at most `limit` characters; stops early. */
+export function withinChars(value: unknown, limit: number): boolean {
+  let left = limit;
+  const walk = (node: unknown): boolean => {
+    if (typeof node === 'string') return (left -= node.length) >= 0;
+    if (node === null || typeof node !== 'object') return (left -= 8) >= 0;
+    if (Array.isArray(node)) return node.every(walk);
+    for (const [key, item] of Object.entries(node)) if ((left -= key.length) < 0 || !walk(item)) return false;
+    return true;
+  };
+  return walk(value);
+}
 
 /**
  * Waits for turns to reach an outcome. The runner hands over each outcome it
@@ -56,7 +74,7 @@ export class TurnWaiters {
   settled(turn: TurnRecord): void {
     if (TERMINAL_STATUSES.has(turn.status)) {
       this.recent.delete(turn.eventId);
-      this.recent.set(turn.eventId, turn);
+      if (withinChars(turn, RECENT_OUTCOME_MAX_CHARS)) this.recent.set(turn.eventId, turn);
       if (this.recent.size > RECENT_OUTCOMES) this.recent.delete(this.recent.keys().next().value!);
     }
     const waiting = this.local.get(turn.eventId);

@@ -243,7 +243,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       async () => {
         const h = await open();
         // The claim commits; reading the conversation for the model fails.
-        faults.inject('all', { match: /^select .*from "messages"/i });
+        faults.inject('all', { match: /^(with recent as \(\s*)?select [\s\S]*from "?messages"?\b/i });
         const id = (await h.message(msg('early', 'c1'))).json<{ event_id: string }>().event_id;
         await pause(300);
         expect(chatRequests(h.fake)).toHaveLength(0);
@@ -263,7 +263,7 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       async () => {
         const h = await open();
         // Every separate read of the conversation fails; the claim's own statement (ADR 0032) is not one of them.
-        faults.inject('all', { match: /^select .*from "messages"/i });
+        faults.inject('all', { match: /^(with recent as \(\s*)?select [\s\S]*from "?messages"?\b/i });
         const id = (await h.message(msg('early', 'c1'))).json<{ event_id: string }>().event_id;
         const turns = await allTerminal(h, [id], 5_000);
         expect(turns.get(id)?.status).toBe('completed');

@@ -53,6 +53,9 @@ export interface McpClients {
  * Bytes of one message of a server at most (a stdout line, an http answer): the output limit with room for JSON
  * escaping and framing, and never under 8 MiB.
  */
+/** Bytes the presented result's wrapper (source, untrusted note, truncation note) takes besides the content. */
+const MCP_WRAPPER_BYTES = 1024;
+
 function maxLineBytes(maxOutputBytes: number): number {
   return Math.max(8 * 1024 * 1024, maxOutputBytes * 8);
 }
@@ -105,7 +108,12 @@ export function openMcpClients(deps: McpClientDeps): McpClients {
   const timers = deps.timers ?? mcpTimers;
   const environment = deps.environment ?? processEnvironment();
   const connector = () => import('./mcp-connection.js');
-  const maxOutputBytes = config.mcp.max_output_bytes;
+  // A result is cut at the smaller of the MCP cap and the tool results' cap (less room for the wrapper around
+  // the content), so its note is the one that applies; the agent's cap still holds the whole text.
+  const payloadCap = Math.max(1024, config.limits.payloads.max_tool_result_bytes - MCP_WRAPPER_BYTES);
+  const maxOutputBytes = Math.min(config.mcp.max_output_bytes, payloadCap);
+  const maxOutputKey =
+    maxOutputBytes < config.mcp.max_output_bytes ? 'limits.payloads.max_tool_result_bytes' : 'mcp.max_output_bytes';
   const outbound = { allowPrivate: config.mcp.allow_private_targets };
 
   // The offered tools, rebuilt when a server's list or state changes; looked up at each call.
@@ -156,6 +164,7 @@ export function openMcpClients(deps: McpClientDeps): McpClients {
         name,
         server,
         maxOutputBytes,
+        maxOutputKey,
         target,
         connector,
         logger: deps.logger,

@@ -35,6 +35,8 @@ export interface SupervisorDeps {
   name: string;
   server: McpServerConfig;
   maxOutputBytes: number;
+  /** The key `maxOutputBytes` comes from, named in the note of a cut result; default `mcp.max_output_bytes`. */
+  maxOutputKey?: string;
   /** How to reach the server (the child's environment, the outbound policy). */
   target: (
     hooks: Pick<Extract<ConnectionTarget, { transport: 'stdio' }>, 'onStderrLine' | 'onGarbage'>,
@@ -291,7 +293,7 @@ export class McpServerSupervisor {
     const module = await this.deps.connector();
     try {
       const result = await connection.callTool(tool, args, timeoutMs, signal);
-      return presentResult(this.name, tool, result, this.deps.maxOutputBytes);
+      return presentResult(this.name, tool, result, this.deps.maxOutputBytes, this.deps.maxOutputKey);
     } catch (error) {
       if (error instanceof Error && error.name === 'McpToolError') throw error;
       const failure = module.callFailure(error, signal);

@@ -164,7 +164,13 @@ export class McpToolError extends Error {
  * What the model gets for a result: the content marked as untrusted data from the server's tool, cut at
  * `maxBytes` with a note saying so. An `isError` result throws (a tool error), its text quoted, cut shorter.
  */
-export function presentResult(server: string, tool: string, result: CallResult, maxBytes: number): unknown {
+export function presentResult(
+  server: string,
+  tool: string,
+  result: CallResult,
+  maxBytes: number,
+  maxKey = 'mcp.max_output_bytes',
+): unknown {
   const source = `MCP server ${server}, tool ${tool}`;
   const text = resultText(result);
   if (result.isError === true) {
@@ -182,7 +188,7 @@ export function presentResult(server: string, tool: string, result: CallResult, 
     ...(cut.cut
       ? {
           truncated: true,
-          truncation_note: `The output was ${cut.bytes} bytes; only the first ${maxBytes} bytes are shown (mcp.max_output_bytes).`,
+          truncation_note: `The output was ${cut.bytes} bytes; only the first ${maxBytes} bytes are shown (${maxKey}).`,
         }
       : {}),
   };
