@@ -72,6 +72,8 @@ export interface A2ACall {
   signal: AbortSignal;
   card: AgentCard;
   requestId: string;
+  /** Told the bytes a stream's follower holds while its client catches up (`FollowOptions.onHeld`). */
+  onHeld?: (bytes: number) => void;
 }
 
 const CONTROL = /\p{Cc}/u;
@@ -290,7 +292,12 @@ export class GatehouseA2AHandler implements A2ARequestHandler {
     const ids = { taskId: start.eventId, contextId: contextIdOf(start) };
     const { deps, call } = this;
     let replying = false;
-    const steps = deps.messages.follow(start.eventId, { fromSeq, endOnPause: true, signal: call.signal });
+    const steps = deps.messages.follow(start.eventId, {
+      fromSeq,
+      endOnPause: true,
+      signal: call.signal,
+      ...(call.onHeld ? { onHeld: call.onHeld } : {}),
+    });
     try {
       for await (const step of steps) {
         const event = await this.eventOf(ids, step, replying);

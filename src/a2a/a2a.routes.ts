@@ -10,7 +10,7 @@ import type { SessionService } from '../sessions/index.js';
 import type { MessagePath } from '../turns/index.js';
 import { agentCardOf } from './a2a.card.js';
 import { GatehouseA2AHandler } from './a2a.handler.js';
-import { a2aErrorBody, jsonRpcResponseSchema, loadSdk, serveJsonRpc } from './a2a.rpc.js';
+import { a2aErrorBody, jsonRpcResponseSchema, loadSdk, serveJsonRpc, type StreamHold } from './a2a.rpc.js';
 
 /** What the A2A routes use. */
 export interface A2ARoutesDeps {
@@ -61,6 +61,7 @@ export function a2aRoutes(deps: A2ARoutesDeps): RouteDef[] {
     if (!agents.ids().includes(agent) || !agents.mayUse(ctx.principal, agent)) throw errors.notFound('agent');
     if (body === undefined) throw errors.badRequest('a JSON-RPC request is required');
     const card = agentCardOf(agent, { origin: originOf(ctx), isDefault: agent === agents.defaultAgent() });
+    const held: StreamHold = { stream: null };
     const handler = new GatehouseA2AHandler(deps, {
       principal: ctx.principal,
       agent,
@@ -68,8 +69,9 @@ export function a2aRoutes(deps: A2ARoutesDeps): RouteDef[] {
       signal: ctx.signal,
       card,
       requestId: ctx.requestId,
+      onHeld: (bytes) => held.stream?.holding(bytes),
     });
-    return (await serveJsonRpc(ctx, body, handler, deps.logger)) ?? HANDLED;
+    return (await serveJsonRpc(ctx, body, handler, deps.logger, held)) ?? HANDLED;
   };
   const cardRoute = {
     method: 'GET' as const,

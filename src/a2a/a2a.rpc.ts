@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ApiError } from '../http/errors.js';
 import type { ErrorBodyWriter, RequestContext } from '../http/route.js';
 import { HttpResult } from '../http/route.js';
-import { openSse } from '../http/sse.js';
+import { openSse, type SseStream } from '../http/sse.js';
 import type { Logger } from '../lib/logger.js';
 
 /** What the JSON-RPC serving uses of the SDK, loaded on the first A2A request (ADR 0019). */
@@ -76,6 +76,11 @@ function invalidRequest(id: unknown, message: string): HttpResult {
   return new HttpResult(200, { jsonrpc: '2.0', id: validId, error: { code: INVALID_REQUEST, message } });
 }
 
+/** Where a streaming answer's follower reports what it holds: the SSE stream, once it is open. */
+export interface StreamHold {
+  stream: SseStream | null;
+}
+
 /** The turn event number an A2A stream event carries (`metadata.gatehouse.seq`): the SSE `id:` of its frame. */
 function seqOf(response: unknown): string | undefined {
   const result = (response as { result?: Record<string, { metadata?: { gatehouse?: { seq?: unknown } } }> }).result;
@@ -99,6 +104,7 @@ export async function serveJsonRpc(
   body: unknown,
   handler: A2ARequestHandler,
   logger: Logger,
+  held: StreamHold = { stream: null },
 ): Promise<HttpResult | null> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return invalidRequest(null, 'a JSON-RPC request object is required (batches are not accepted)');
@@ -127,13 +133,16 @@ export async function serveJsonRpc(
     return new HttpResult(200, { jsonrpc: '2.0', id: request.id ?? null, error: Transport.mapToJSONRPCError(err) });
   }
   const stream = openSse(ctx);
+  held.stream = stream;
   try {
-    if (!first.done) stream.send('message', first.value, seqOf(first.value));
+    let more = first.done ? true : stream.send('message', first.value, seqOf(first.value));
     for (;;) {
+      // A client behind waits for the rest; what the turn says meanwhile is held and counted (ADR 0043).
+      if (!more) await stream.drained();
       if (stream.closed) break;
       const next = await events.next();
       if (next.done) break;
-      stream.send('message', next.value, seqOf(next.value));
+      more = stream.send('message', next.value, seqOf(next.value));
     }
   } catch (err) {
     logger.warn({ source: 'a2a', err, request_id: ctx.requestId }, 'A2A stream ended with an error');

@@ -35,6 +35,8 @@ export interface RequestContext {
   signal: AbortSignal;
   /** Keepalive interval of an SSE answer in ms (`openSse`; default 15 s); shorter in tests. */
   ssePingMs?: number;
+  /** Unsent bytes an SSE answer may hold before it is cut (`openSse`; `limits.streams.max_buffered_bytes`). */
+  sseMaxBufferedBytes?: number;
   /** Escape hatch for streaming routes (SSE); ordinary handlers return a value instead. */
   request: FastifyRequest;
   reply: FastifyReply;

@@ -201,6 +201,7 @@ export function buildHttpServer(options: HttpServerOptions) {
         reply.headers(result.rateHeaders);
         request.gatehouse = makeContext(request, reply, result.principal, result.loopbackTrusted);
         if (options.ssePingMs !== undefined) request.gatehouse.ssePingMs = options.ssePingMs;
+        request.gatehouse.sseMaxBufferedBytes = config.limits.streams.max_buffered_bytes;
         done();
       },
       handler: async (request, reply) => {

@@ -119,26 +119,63 @@ function resumeAfter(ctx: RequestContext, buffer: LogBuffer): number | null {
  * The subscription is in place before the response headers go out and the
  * replay runs in the same tick, so a client misses nothing in between and
  * gets nothing twice. An entry past `until` ends the stream (nothing later
- * can match). Slow readers are cut off by `openSse`'s buffer bound; pings
- * every 15 s.
+ * can match). Pings every 15 s.
+ *
+ * A client that does not take what is written (ADR 0043): once a write
+ * leaves the socket full the follower stops writing and waits for it to
+ * drain; entries logged meanwhile stay in the ring buffer, where the
+ * follower picks them up again after its last id, and their size is counted
+ * with the socket's unsent bytes, so a client that never reads is cut at
+ * `limits.streams.max_buffered_bytes` (`openSse`) and resumes with
+ * `Last-Event-ID`. A replay thus goes at the client's pace.
  */
 function followLogs(ctx: RequestContext, buffer: LogBuffer, filter: LogFilter, afterSeq: number | null): void {
   let sse: SseStream | null = null;
-  let lastSeq = afterSeq ?? 0;
-  const deliver = (entry: LogEntry, time: number, seq: number): void => {
-    if (!sse || sse.closed || seq <= lastSeq) return;
+  let lastSeq = afterSeq ?? buffer.stats().stored;
+  /** Waiting for the socket to drain; the bytes of the matching entries logged meanwhile. */
+  let waiting = false;
+  let behind = 0;
+  /** Writes one entry; false when the socket is full (the next ones wait for it to drain). */
+  const deliver = (entry: LogEntry, time: number, seq: number): boolean => {
+    if (!sse || sse.closed || seq <= lastSeq) return true;
     lastSeq = seq;
     if (filter.until !== undefined && time > filter.until) {
       sse.close();
-      return;
+      return true;
     }
-    if (!matchesFilter(time, levelRank(entry.level), entry.source, filter)) return;
+    if (!matchesFilter(time, levelRank(entry.level), entry.source, filter)) return true;
     const event: LogEvent = entry;
-    sse.send('log', event, entryId(buffer, seq));
+    return sse.send('log', event, entryId(buffer, seq));
+  };
+  const wait = (stream: SseStream): void => {
+    waiting = true;
+    void stream.drained().then(() => catchUp(stream));
+  };
+  /** The kept entries after the last one written, oldest first, until the socket is full again. */
+  const catchUp = (stream: SseStream): void => {
+    waiting = false;
+    behind = 0;
+    stream.holding(0);
+    for (const kept of buffer.after(lastSeq, {})) {
+      if (stream.closed) return;
+      if (!deliver(kept.entry, kept.time, kept.seq)) {
+        wait(stream);
+        return;
+      }
+    }
+  };
+  const live = (entry: LogEntry, time: number, seq: number): void => {
+    if (!sse || sse.closed) return;
+    if (!waiting) {
+      if (!deliver(entry, time, seq)) wait(sse);
+    } else if (matchesFilter(time, levelRank(entry.level), entry.source, filter)) {
+      behind += JSON.stringify(entry).length + 48; // the entry's frame: id, event name, separators
+      sse.holding(behind);
+    }
   };
   let unsubscribe: () => void;
   try {
-    unsubscribe = buffer.subscribe(deliver);
+    unsubscribe = buffer.subscribe(live);
   } catch (err) {
     if (err instanceof TooManyLogListenersError) throw errors.unavailable(err.message);
     throw err;
@@ -150,7 +187,5 @@ function followLogs(ctx: RequestContext, buffer: LogBuffer, filter: LogFilter, a
     throw err;
   }
   sse.signal.addEventListener('abort', unsubscribe, { once: true });
-  if (afterSeq !== null) {
-    for (const kept of buffer.after(afterSeq, {})) deliver(kept.entry, kept.time, kept.seq);
-  }
+  if (afterSeq !== null) catchUp(sse);
 }

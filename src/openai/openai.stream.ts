@@ -27,7 +27,7 @@ export async function streamCompletion(
   options: { created: number; includeUsage: boolean; timeoutMs: number },
 ): Promise<void> {
   const stream = openSse(ctx);
-  const send = (payload: unknown): void => stream.data(JSON.stringify(payload));
+  const send = (payload: unknown): boolean => stream.data(JSON.stringify(payload));
   const { created } = options;
   send(presentChunk(eventId, created, { role: 'assistant', content: '' }));
   let streamed = '';
@@ -38,11 +38,13 @@ export async function streamCompletion(
       endOnPause: true,
       timeoutMs: options.timeoutMs,
       signal: stream.signal,
+      onHeld: (bytes) => stream.holding(bytes),
     })) {
       if (step.kind === 'timeout') throw outcomeTimeout({ event_id: eventId });
       if (step.kind === 'delta' && step.content !== '') {
         streamed += step.content;
-        send(presentChunk(eventId, created, { content: step.content }));
+        // A client behind waits for the rest; what the turn says meanwhile is held and counted (ADR 0043).
+        if (!send(presentChunk(eventId, created, { content: step.content }))) await stream.drained();
       } else if (step.kind === 'paused' || step.kind === 'ended') {
         // The answer is built from the ledger's record (stored before the final event was published).
         outcome = await deps.turn(eventId);

@@ -55,8 +55,11 @@ export async function streamResponse(
   const stream = openSse(ctx);
   const eventId = accepted.eventId;
   let sequence = 0;
-  const send = (type: string, data: Record<string, unknown>): void =>
-    stream.send(type, { type, sequence_number: sequence++, ...data });
+  /** Whether a write left the socket full: the next step of the turn waits until the client has taken it. */
+  let full = false;
+  const send = (type: string, data: Record<string, unknown>): void => {
+    if (!stream.send(type, { type, sequence_number: sequence++, ...data })) full = true;
+  };
   const snapshot = (turn: TurnRecord) => presentResponse(turn, options.echo);
 
   let outputIndex = 0;
@@ -107,7 +110,13 @@ export async function streamResponse(
       endOnPause: true,
       timeoutMs: options.timeoutMs,
       signal: stream.signal,
+      onHeld: (bytes) => stream.holding(bytes),
     })) {
+      if (full) {
+        // A client behind waits for the rest; what the turn says meanwhile is held and counted (ADR 0043).
+        await stream.drained();
+        full = false;
+      }
       if (step.kind === 'timeout') break; // the turn goes on: the response ends as it stands
       if (step.kind === 'delta' && step.content !== '') addText(step.content);
       else if (step.kind === 'tool_call') addItem(functionCallItem(step));

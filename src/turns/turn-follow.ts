@@ -21,6 +21,27 @@ export interface FollowOptions {
   signal?: AbortSignal;
   /** Live events held while the stored ones are replayed (default 10 000; more are dropped). */
   maxBufferedEvents?: number;
+  /**
+   * Told the approximate size in bytes (as JSON) of the live events held for
+   * the follower — heard but not yet taken, because it is replaying or has
+   * stopped to let its client catch up — each time it changes. A stream adds
+   * them to its unsent bytes (`SseStream.holding`).
+   */
+  onHeld?: (bytes: number) => void;
+}
+
+/** Stored events replayed per read of the store, so a follower that waits for its client holds one page. */
+const REPLAY_PAGE = 500;
+
+/** The size of an event as JSON, once per event however many follow it. */
+const eventSizes = new WeakMap<TurnEvent, number>();
+function sizeOf(event: TurnEvent): number {
+  let size = eventSizes.get(event);
+  if (size === undefined) {
+    size = JSON.stringify(event.data).length + 48; // the data plus the frame: id, event name, separators
+    eventSizes.set(event, size);
+  }
+  return size;
 }
 
 /**
@@ -68,6 +89,16 @@ export async function* followTurn(
 ): AsyncGenerator<FollowStep> {
   const maxBuffered = options.maxBufferedEvents ?? 10_000;
   const held: TurnEvent[] = [];
+  const { onHeld } = options;
+  let heldBytes = 0;
+  const take = (): TurnEvent => {
+    const event = held.shift()!;
+    if (onHeld) {
+      heldBytes -= sizeOf(event);
+      onHeld(heldBytes);
+    }
+    return event;
+  };
   let wake: (() => void) | null = null;
   const poke = (): void => {
     const resolve = wake;
@@ -75,23 +106,40 @@ export async function* followTurn(
     resolve?.();
   };
   const unsubscribe = deps.hub.subscribe(eventId, (event) => {
-    if (held.length < maxBuffered) held.push(event);
+    if (held.length < maxBuffered) {
+      held.push(event);
+      if (onHeld) {
+        heldBytes += sizeOf(event);
+        onHeld(heldBytes);
+      }
+    }
     poke();
   });
   const stop = new AbortController();
+  // The follower goes away (its client left or was cut for not reading): its subscription, the ledger watch
+  // and the events held for it are let go at once, not when the iteration is next resumed.
   const abort = (): void => {
+    unsubscribe();
+    held.length = 0;
+    heldBytes = 0;
     stop.abort();
     poke();
   };
-  options.signal?.addEventListener('abort', abort, { once: true });
+  if (options.signal?.aborted) abort();
+  else options.signal?.addEventListener('abort', abort, { once: true });
   let lastSeq = options.fromSeq;
   try {
     await deps.hub.flush();
-    for (const event of await deps.hub.replay(eventId, options.fromSeq)) {
-      if (event.seq <= lastSeq) continue;
-      lastSeq = event.seq;
-      yield { kind: 'event', event, live: false };
-      if (endsFollow(event, false, options.endOnPause)) return;
+    for (;;) {
+      const page = await deps.hub.replay(eventId, lastSeq, REPLAY_PAGE);
+      for (const event of page) {
+        if (stop.signal.aborted) return;
+        if (event.seq <= lastSeq) continue;
+        lastSeq = event.seq;
+        yield { kind: 'event', event, live: false };
+        if (endsFollow(event, false, options.endOnPause)) return;
+      }
+      if (page.length < REPLAY_PAGE) break;
     }
     if (stop.signal.aborted) return;
 
@@ -121,14 +169,15 @@ export async function* followTurn(
     const missed = async function* (beforeSeq?: number): AsyncGenerator<TurnEvent> {
       const limit = beforeSeq === undefined ? undefined : beforeSeq - lastSeq - 1;
       for (const event of await deps.hub.replay(eventId, lastSeq, limit)) {
+        if (stop.signal.aborted) return;
         if (event.seq <= lastSeq || (beforeSeq !== undefined && event.seq >= beforeSeq)) continue;
         lastSeq = event.seq;
         yield event;
       }
     };
     for (;;) {
-      while (held.length > 0) {
-        const event = held.shift()!;
+      while (held.length > 0 && !stop.signal.aborted) {
+        const event = take();
         if (event.seq <= lastSeq) continue;
         if (event.seq > lastSeq + 1) {
           for await (const earlier of missed(event.seq)) {

@@ -77,41 +77,53 @@ export async function streamTurnEvents(
   }
   const sends = (type: TurnEventType) => !options.types || options.types.has(type);
   let lastSeq = options.afterSeq;
+  /** Whether the last write left the socket full: the next step waits until the client has taken it. */
+  let full = false;
+  const send = (event: string, data: unknown, id: number | undefined): void => {
+    if (!sse.send(event, data, id)) full = true;
+  };
   try {
     for await (const step of follow(eventId, {
       fromSeq: options.afterSeq,
       endOnPause: options.endOnPause ?? false,
       signal: sse.signal,
+      onHeld: (bytes) => sse.holding(bytes),
     })) {
+      if (full) {
+        // The client is behind: replayed events wait in the store, live ones are held and counted (ADR 0043).
+        await sse.drained();
+        full = false;
+        if (sse.closed) break;
+      }
       if (step.kind === 'timeout') continue;
       if (step.seq !== null) lastSeq = Math.max(lastSeq, step.seq);
       switch (step.kind) {
         case 'delta':
-          if (sends('delta')) sse.send('delta', { content: step.content }, idOf(step.seq));
+          if (sends('delta')) send('delta', { content: step.content }, idOf(step.seq));
           break;
         case 'tool_call':
           if (sends('tool_call')) {
-            sse.send('tool_call', { id: step.id, name: step.name, arguments: step.arguments }, idOf(step.seq));
+            send('tool_call', { id: step.id, name: step.name, arguments: step.arguments }, idOf(step.seq));
           }
           break;
         case 'tool_result':
           if (sends('tool_result')) {
-            sse.send('tool_result', { id: step.id, name: step.name, result: step.result }, idOf(step.seq));
+            send('tool_result', { id: step.id, name: step.name, result: step.result }, idOf(step.seq));
           }
           break;
         case 'status':
-          if (sends('status')) sse.send('status', step.data, idOf(step.seq));
+          if (sends('status')) send('status', step.data, idOf(step.seq));
           break;
         case 'paused':
           // The reply to one message ends with `done` carrying the waiting Message, as the JSON answer does;
           // from the ledger, numbered with the last event seen (resuming goes on with the turn's next event).
-          sse.send('done', step.message ?? { status: step.status }, idOf(step.seq ?? lastSeq));
+          send('done', step.message ?? { status: step.status }, idOf(step.seq ?? lastSeq));
           break;
         case 'ended': {
           // From the ledger, one past the last event seen, so resuming after it answers 204.
           const id = idOf(step.seq ?? lastSeq + 1);
-          if (step.error) sse.send('error', step.error, id);
-          else sse.send('done', step.message ?? { status: step.status }, id);
+          if (step.error) send('error', step.error, id);
+          else send('done', step.message ?? { status: step.status }, id);
           break;
         }
       }

@@ -414,6 +414,7 @@ describe('websocket: chat', () => {
     expect(frames[1]).toEqual({
       type: 'tool_call',
       event_id: eventId,
+      seq: expect.any(Number),
       id: 'call_1',
       name: 'lookup',
       arguments: '{"value":"x"}',
@@ -421,6 +422,7 @@ describe('websocket: chat', () => {
     expect(frames[2]).toEqual({
       type: 'tool_result',
       event_id: eventId,
+      seq: expect.any(Number),
       id: 'call_1',
       name: 'lookup',
       result: { found: 'value of x' },

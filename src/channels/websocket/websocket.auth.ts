@@ -30,6 +30,20 @@ export interface WebSocketAuditEntry {
   reason?: string;
 }
 
+/**
+ * Where a connection comes from, as its audit lines and the auth mode's
+ * identity check need it (kept per connection, so the services a connection
+ * calls are shared by all of them).
+ */
+export interface Peer {
+  /** The socket's remote address. */
+  readonly ip: string;
+  /** The loopback exemption of the auth mode applies. */
+  readonly loopbackTrusted: boolean;
+  /** The route the upgrade came in on. */
+  readonly path: string;
+}
+
 /** The connection's role: what its token may do. */
 export type Role = 'admin' | 'api';
 
@@ -43,21 +57,22 @@ export interface Authenticated {
 /** What authentication needs from the gateway (the channel wires the real services). */
 export interface AuthDeps {
   profile: SecurityProfile;
-  /** Time a client has to authenticate before it is closed with 4401. */
-  authTimeoutMs: number;
+  /** `authTimeoutMs`: time a client has to authenticate before it is closed with 4401. */
+  limits: { readonly authTimeoutMs: number };
   /** `guard.principalForToken`: null when the token is missing or unknown. */
   resolveToken(token: string | null, via: 'header' | 'query' | 'frame'): Principal | null;
-  audit(entry: WebSocketAuditEntry): void;
-  /** The auth-mode identity check (loopback exemption applied by the channel); throws ApiError 403. */
-  checkIdentity(identity: ChatIdentity): Promise<void>;
+  audit(entry: WebSocketAuditEntry, peer: Peer): void;
+  /** The auth-mode identity check (with the peer's loopback exemption); throws ApiError 403. */
+  checkIdentity(identity: ChatIdentity, peer: Peer): Promise<void>;
   logger: Logger;
 }
 
-/** How authentication talks back to its connection. */
+/** How authentication talks back to its connection (the connection itself). */
 export interface AuthPort {
+  readonly peer: Peer;
+  readonly isClosed: boolean;
   send(frame: ServerFrame): void;
   close(code: number, reason: string): void;
-  isClosed(): boolean;
   /** Runs `task` in the connection's frame order. */
   enqueue(task: () => Promise<void>): void;
   /** Authentication succeeded (`first`: the connection was pending until now). */
@@ -77,30 +92,34 @@ const ANONYMOUS: Principal = { role: 'anonymous', id: 'anonymous', fingerprint: 
 export class WebSocketAuth {
   private timer: NodeJS.Timeout | undefined;
   private current: Authenticated | null = null;
+  /** What the upgrade carried; dropped once authenticated (nothing of it is needed any more). */
+  private handshake: Handshake | null;
 
   constructor(
     private readonly port: AuthPort,
-    private readonly handshake: Handshake,
+    handshake: Handshake,
     private readonly deps: AuthDeps,
-  ) {}
+  ) {
+    this.handshake = handshake;
+  }
 
   /** Authenticates from the handshake where it can, else starts the deadline for an `auth` frame. */
   start(): void {
-    const { headerToken, queryToken } = this.handshake;
+    const { headerToken, queryToken, identity } = this.handshake!;
     if (this.deps.profile === 'minimal') {
       // Minimal: no token needed (DECISIONS §4); a valid token still names the principal (idempotency scope).
       const token = headerToken ?? queryToken;
       const principal = (token ? this.deps.resolveToken(token, 'header') : null) ?? ANONYMOUS;
-      this.port.enqueue(() => this.establish(principal, 'admin', this.handshake.identity));
+      this.port.enqueue(() => this.establish(principal, 'admin', identity));
       return;
     }
     if (headerToken !== null || queryToken !== null) {
       const via = headerToken !== null ? 'header' : 'query';
       const token = (headerToken ?? queryToken)!;
-      this.port.enqueue(() => this.withToken(token, via, this.handshake.identity));
+      this.port.enqueue(() => this.withToken(token, via, identity));
       return;
     }
-    this.timer = setTimeout(() => this.deadline(), this.deps.authTimeoutMs);
+    this.timer = setTimeout(() => this.deadline(), this.deps.limits.authTimeoutMs);
     this.timer.unref();
   }
 
@@ -111,10 +130,11 @@ export class WebSocketAuth {
       return;
     }
     const auth = frame as AuthFrame;
+    const given = this.handshake?.identity;
     const identity = {
-      platform: auth.platform ?? this.handshake.identity.platform,
-      user_id: auth.user_id ?? this.handshake.identity.user_id,
-      chat_id: auth.chat_id ?? this.handshake.identity.chat_id,
+      platform: auth.platform ?? given?.platform,
+      user_id: auth.user_id ?? given?.user_id,
+      chat_id: auth.chat_id ?? given?.chat_id,
     };
     if (this.deps.profile === 'minimal') {
       await this.establish(
@@ -148,15 +168,18 @@ export class WebSocketAuth {
   }
 
   private deadline(): void {
-    if (this.current || this.port.isClosed()) return;
-    this.deps.audit({ event: 'auth_failure', user: '', reason: 'auth_timeout' });
+    if (this.current || this.port.isClosed) return;
+    this.deps.audit({ event: 'auth_failure', user: '', reason: 'auth_timeout' }, this.port.peer);
     this.reject('UNAUTHORIZED', 'authentication timed out', null);
   }
 
   private async withToken(token: string, via: 'header' | 'query' | 'frame', identity: Handshake['identity']) {
     const principal = this.deps.resolveToken(token, via);
     if (!principal || principal.role === 'anonymous' || principal.fingerprint === null) {
-      this.deps.audit({ event: 'auth_failure', user: fingerprintToken(token), reason: 'invalid_token' });
+      this.deps.audit(
+        { event: 'auth_failure', user: fingerprintToken(token), reason: 'invalid_token' },
+        this.port.peer,
+      );
       this.reject('UNAUTHORIZED', 'invalid token', null);
       return;
     }
@@ -170,7 +193,7 @@ export class WebSocketAuth {
     input: Handshake['identity'],
     via?: 'header' | 'query' | 'frame',
   ): Promise<void> {
-    if (this.port.isClosed()) return;
+    if (this.port.isClosed) return;
     const user = input.user_id ?? principal.fingerprint ?? 'anonymous';
     const identity = { platform: input.platform ?? 'ws', user_id: user, chat_id: input.chat_id ?? user };
     const checked = identityFields.safeParse(identity);
@@ -182,7 +205,7 @@ export class WebSocketAuth {
       return;
     }
     try {
-      await this.deps.checkIdentity(identity);
+      await this.deps.checkIdentity(identity, this.port.peer);
     } catch (err) {
       const { unexpected, ...error } = frameErrorOf(err);
       if (unexpected) this.deps.logger.error({ err }, 'websocket identity check failed');
@@ -194,17 +217,17 @@ export class WebSocketAuth {
       );
       return;
     }
-    if (this.port.isClosed()) return; // closed while the identity was checked
+    if (this.port.isClosed) return; // closed while the identity was checked
     clearTimeout(this.timer);
+    this.timer = undefined;
+    this.handshake = null;
     const first = this.current === null;
     this.current = { principal, role, identity };
     if (first && via && principal.fingerprint) {
-      this.deps.audit({
-        event: 'auth_success',
-        user: principal.fingerprint,
-        principal: principal.id,
-        reason: `websocket_${via}`,
-      });
+      this.deps.audit(
+        { event: 'auth_success', user: principal.fingerprint, principal: principal.id, reason: `websocket_${via}` },
+        this.port.peer,
+      );
     }
     this.port.send({ type: 'auth_ok', role });
     this.port.established(this.current, first);
@@ -212,7 +235,7 @@ export class WebSocketAuth {
 
   /** Refuses authentication: an error frame, then close 4401. */
   private reject(code: ErrorCode, message: string, auditReason: string | null): void {
-    if (auditReason) this.deps.audit({ event: 'auth_failure', user: '', reason: auditReason });
+    if (auditReason) this.deps.audit({ event: 'auth_failure', user: '', reason: auditReason }, this.port.peer);
     this.port.send({ type: 'error', error: { code, message } });
     this.port.close(CLOSE_CODES.UNAUTHORIZED, message);
   }

@@ -1,5 +1,7 @@
 import websocketPlugin from '@fastify/websocket';
 import type { FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { RawData, WebSocket } from 'ws';
 import type { Config } from '../../config/config.schema.js';
 import type { EventBus } from '../../events/index.js';
@@ -20,8 +22,10 @@ import {
   WebSocketConnection,
   type ConnectionDeps,
   type Handshake,
+  type Peer,
   type WebSocketLimits,
 } from './websocket.connection.js';
+import { WebSocketFeed } from './websocket.feed.js';
 import { CLOSE_CODES } from './websocket.frames.js';
 
 export { DEFAULT_WEBSOCKET_LIMITS, type WebSocketLimits } from './websocket.connection.js';
@@ -78,6 +82,21 @@ function textOf(data: RawData): string {
   return data.toString('utf8');
 }
 
+/**
+ * Lets the upgrade's HTTP objects go once the WebSocket is open. The plugin
+ * routes an upgrade through Fastify with a `ServerResponse` assigned to the
+ * socket, and its 'error' listener on the WebSocket holds Fastify's request
+ * and reply: kept for the connection's life, they were a third of what an
+ * idle client cost. The listener is replaced by the channel's own (the same
+ * for every socket) and the response detached from the socket.
+ */
+function releaseUpgrade(socket: WebSocket, request: FastifyRequest, onError: (this: WebSocket, error: Error) => void) {
+  socket.removeAllListeners('error');
+  socket.on('error', onError);
+  const raw = request.raw.socket as Socket & { _httpMessage?: ServerResponse | null };
+  raw._httpMessage?.detachSocket(raw);
+}
+
 /** A value of the query string; empty counts as absent. */
 function queryValue(params: URLSearchParams, name: string): string | undefined {
   const value = params.get(name);
@@ -103,15 +122,69 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
   const log = options.logger.child({ source: 'websocket' });
   const profile = config.security.profile;
   const replyTimeoutMs = Math.min(600, config.provider.timeout_seconds * (config.agent.max_tool_iterations + 1)) * 1000;
-  const limits: WebSocketLimits = { ...DEFAULT_WEBSOCKET_LIMITS, followTimeoutMs: replyTimeoutMs, ...options.limits };
+  const limits: WebSocketLimits = {
+    ...DEFAULT_WEBSOCKET_LIMITS,
+    followTimeoutMs: replyTimeoutMs,
+    maxBufferedBytes: config.limits.streams.max_buffered_bytes,
+    maxConnections: config.limits.streams.websocket_max_connections,
+    ...options.limits,
+  };
   const failureAudits = createWindowCounter({ clock: options.clock, maxKeys: 10_000 });
 
   let up = false;
-  /** Every open connection (authenticated or not), its socket, `close` promise and heartbeat state. */
-  const connections = new Map<WebSocketConnection, { socket: WebSocket; closed: Promise<void>; alive: boolean }>();
+  /** Every open connection (authenticated or not), by its socket. */
+  const connections = new Map<WebSocket, WebSocketConnection>();
   let heartbeat: NodeJS.Timeout | undefined;
   /** Authenticated connections: `clientCount()`. */
-  const clients = new Set<WebSocketConnection>();
+  let authenticated = 0;
+  const feed = new WebSocketFeed(bus);
+
+  /** What every connection uses; a connection adds only its `Peer`. */
+  const deps: ConnectionDeps = {
+    profile,
+    limits,
+    resolveToken: (token, via) => guard.principalForToken(token, via),
+    audit: (entry, peer) => {
+      if (entry.event === 'auth_failure' && !failureAudits.hit(peer.ip, FAILURE_AUDITS_PER_MINUTE).allowed) return;
+      audit.record({ ...entry, ip: peer.ip, mode: config.gateway.auth.mode, path: peer.path });
+    },
+    checkIdentity: (identity, peer) =>
+      options.checkIdentity({
+        platform: identity.platform,
+        userId: identity.user_id,
+        loopbackTrusted: peer.loopbackTrusted,
+        ip: peer.ip,
+      }),
+    rateLimit: (fingerprint) => options.rateLimiter.hit(fingerprint, 'write'),
+    submit: (input, peer) =>
+      messages.submit({
+        sessionKey: input.sessionKey,
+        text: input.text,
+        platform: input.identity.platform,
+        userId: input.identity.user_id,
+        chatId: input.identity.chat_id,
+        channel: input.identity.platform,
+        source: 'websocket',
+        principal: input.principal,
+        ...(input.agent !== undefined ? { agent: input.agent } : {}),
+        identity: { ip: peer.ip, loopbackTrusted: peer.loopbackTrusted },
+        idempotency: { scope: 'principal', field: input.idempotencyKey },
+        ...(input.traceparent !== undefined ? { trace: { traceparent: input.traceparent } } : {}),
+        // The client follows the turn to its end: a retry (over any transport) gets the final result too.
+        wait: true,
+      }),
+    follow: (eventId, followOptions) => messages.follow(eventId, followOptions),
+    interrupt: (eventId) => messages.interrupt(eventId, 'interrupted'),
+    feed,
+    noteMessage: () => stats.noteMessage(),
+    logger: log,
+    onAuthenticated: () => {
+      authenticated++;
+    },
+    onClosed: (connection) => {
+      if (connection.wasAuthenticated) authenticated--;
+    },
+  };
 
   const admit = async (request: FastifyRequest): Promise<void> => {
     if (!up) throw errors.unavailable('the websocket channel is disabled');
@@ -122,14 +195,33 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
     if (connections.size >= limits.maxConnections) throw errors.unavailable('too many WebSocket connections');
   };
 
+  // The socket's listeners are shared by every connection (`this` is the socket): none holds a closure.
+  function onMessage(this: WebSocket, data: RawData, isBinary: boolean): void {
+    const connection = connections.get(this);
+    if (!connection) return;
+    if (isBinary) connection.receiveBinary();
+    else connection.receive(textOf(data));
+  }
+  function onPong(this: WebSocket): void {
+    const connection = connections.get(this);
+    if (connection) connection.answeredPing = true;
+  }
+  function onClose(this: WebSocket): void {
+    connections.get(this)?.socketClosed();
+    connections.delete(this);
+  }
+  function onError(this: WebSocket, error: Error): void {
+    // Protocol errors (oversized or invalid frames) are closed by `ws` itself with the right code.
+    log.warn({ err: error.message }, 'websocket error');
+    if (this.readyState === this.OPEN) this.close(CLOSE_CODES.INTERNAL_ERROR, 'error');
+  }
+
   const accept = (socket: WebSocket, request: FastifyRequest): void => {
     if (!up) {
       socket.close(CLOSE_CODES.GOING_AWAY, 'channel disabled');
       return;
     }
     const g = guardRequestOf(request);
-    const ip = request.socket.remoteAddress ?? '';
-    const loopbackTrusted = guard.loopbackTrusted(g);
     const params = new URL(request.url, 'http://gateway.invalid').searchParams;
     const handshake: Handshake = {
       headerToken: extractToken(request.headers, config.gateway.auth.token_header)?.token ?? null,
@@ -140,78 +232,32 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
         chat_id: queryValue(params, 'chat_id'),
       },
     };
-    const deps: ConnectionDeps = {
-      profile,
-      limits,
-      resolveToken: (token, via) => guard.principalForToken(token, via),
-      audit: (entry) => {
-        if (entry.event === 'auth_failure' && !failureAudits.hit(ip, FAILURE_AUDITS_PER_MINUTE).allowed) return;
-        audit.record({ ...entry, ip, mode: config.gateway.auth.mode, path: g.path });
-      },
-      checkIdentity: (identity) =>
-        options.checkIdentity({ platform: identity.platform, userId: identity.user_id, loopbackTrusted, ip }),
-      rateLimit: (fingerprint) => options.rateLimiter.hit(fingerprint, 'write'),
-      submit: (input) =>
-        messages.submit({
-          sessionKey: input.sessionKey,
-          text: input.text,
-          platform: input.identity.platform,
-          userId: input.identity.user_id,
-          chatId: input.identity.chat_id,
-          channel: input.identity.platform,
-          source: 'websocket',
-          principal: input.principal,
-          ...(input.agent !== undefined ? { agent: input.agent } : {}),
-          identity: { ip, loopbackTrusted },
-          idempotency: { scope: 'principal', field: input.idempotencyKey },
-          ...(input.traceparent !== undefined ? { trace: { traceparent: input.traceparent } } : {}),
-          // The client follows the turn to its end: a retry (over any transport) gets the final result too.
-          wait: true,
-        }),
-      follow: (eventId, followOptions) => messages.follow(eventId, followOptions),
-      interrupt: (eventId) => messages.interrupt(eventId, 'interrupted'),
-      bus,
-      noteMessage: () => stats.noteMessage(),
-      logger: log,
-      onAuthenticated: (connection) => {
-        if (!connection.isClosed) clients.add(connection);
-      },
-      onClosed: (connection) => {
-        clients.delete(connection);
-      },
+    const peer: Peer = {
+      ip: request.socket.remoteAddress ?? '',
+      loopbackTrusted: guard.loopbackTrusted(g),
+      path: request.routeOptions.url ?? g.path,
     };
-    const connection = new WebSocketConnection(socket, handshake, deps);
-    const closed = new Promise<void>((resolve) => {
-      socket.once('close', () => {
-        connection.socketClosed();
-        connections.delete(connection);
-        resolve();
-      });
-    });
-    const entry = { socket, closed, alive: true };
-    connections.set(connection, entry);
-    socket.on('pong', () => {
-      entry.alive = true;
-    });
-    socket.on('message', (data, isBinary) => {
-      if (isBinary) connection.receiveBinary();
-      else connection.receive(textOf(data));
-    });
+    releaseUpgrade(socket, request, onError);
+    const connection = new WebSocketConnection(socket, handshake, deps, peer);
+    connections.set(socket, connection);
+    socket.on('close', onClose);
+    socket.on('pong', onPong);
+    socket.on('message', onMessage);
     connection.start();
   };
 
-  /** Cuts off clients that did not answer the previous ping (dead peers), pings the others. */
+  /** Cuts off clients that did not answer the previous ping (dead peers), pings the others: one sweep for all. */
   const beat = (): void => {
-    for (const entry of connections.values()) {
-      if (!entry.alive) {
-        entry.socket.terminate();
+    for (const [socket, connection] of connections) {
+      if (!connection.answeredPing) {
+        socket.terminate();
         continue;
       }
-      entry.alive = false;
+      connection.answeredPing = false;
       try {
-        entry.socket.ping();
+        socket.ping();
       } catch {
-        entry.socket.terminate();
+        socket.terminate();
       }
     }
   };
@@ -220,11 +266,10 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
     name: 'websocket',
     async register(app) {
       await app.register(websocketPlugin, {
-        options: { maxPayload: config.gateway.max_body_bytes },
-        errorHandler: (error, socket) => {
-          // Protocol errors (oversized or invalid frames) are closed by `ws` itself with the right code.
-          log.warn({ err: error.message }, 'websocket error');
-          if (socket.readyState === socket.OPEN) socket.close(CLOSE_CODES.INTERNAL_ERROR, 'error');
+        // No compression: a deflate context per client costs far more memory than the JSON frames save.
+        options: { maxPayload: config.gateway.max_body_bytes, perMessageDeflate: false },
+        errorHandler(error, socket) {
+          onError.call(socket, error);
         },
       });
       const paths = [...new Set([`${config.gateway.api_prefix}/ws`, `${API_ALIAS_PREFIX}/ws`, '/ws'])];
@@ -242,19 +287,26 @@ export function createWebSocketChannel(options: WebSocketChannelOptions): WebSoc
       up = false;
       clearInterval(heartbeat);
       const open = [...connections.entries()];
-      for (const [connection] of open) connection.close(CLOSE_CODES.GOING_AWAY, 'channel stopped');
       if (open.length === 0) return;
+      const closed = open.map(
+        ([socket]) =>
+          new Promise<void>((resolve) => {
+            if (socket.readyState === socket.CLOSED) resolve();
+            else socket.once('close', () => resolve());
+          }),
+      );
+      for (const [, connection] of open) connection.close(CLOSE_CODES.GOING_AWAY, 'channel stopped');
       let timer: NodeJS.Timeout | undefined;
       const grace = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, limits.closeGraceMs);
       });
-      await Promise.race([Promise.all(open.map(([, entry]) => entry.closed)), grace]);
+      await Promise.race([Promise.all(closed), grace]);
       clearTimeout(timer);
       // Clients that did not answer the close handshake in time are cut off.
-      for (const [, entry] of open) if (entry.socket.readyState !== entry.socket.CLOSED) entry.socket.terminate();
+      for (const [socket] of open) if (socket.readyState !== socket.CLOSED) socket.terminate();
     },
     connected: () => up,
-    clientCount: () => clients.size,
+    clientCount: () => authenticated,
     limits: () => ({ ...limits }),
     tune: (changes) => {
       Object.assign(limits, changes);

@@ -22,6 +22,7 @@ import {
   type WebSocketAuditEntry,
   type WebSocketSubmit,
 } from './websocket.connection.js';
+import { WebSocketFeed } from './websocket.feed.js';
 
 type Frame = Record<string, unknown> & { type: string };
 
@@ -30,6 +31,11 @@ class FakeSocket implements FrameSocket {
   readyState = 1;
   bufferedAmount = 0;
   paused = false;
+  /** Every byte sent stays unsent (a client that does not read). */
+  accumulate = false;
+  /** Write callbacks are kept, not called (nothing leaves the process). */
+  holdWrites = false;
+  readonly heldWrites: Array<() => void> = [];
   readonly frames: Frame[] = [];
   closeCode: number | null = null;
   private readonly waiting: Array<{ test: (frames: Frame[]) => boolean; resolve: () => void }> = [];
@@ -38,9 +44,12 @@ class FakeSocket implements FrameSocket {
     this.closeResolve = resolve;
   });
 
-  send(data: string): void {
+  send(data: string | Buffer, _options?: unknown, done?: () => void): void {
     if (this.readyState !== 1) throw new Error('send on a socket that is not open');
-    this.frames.push(JSON.parse(data) as Frame);
+    this.frames.push(JSON.parse(data.toString('utf8')) as Frame);
+    if (this.accumulate) this.bufferedAmount += Buffer.byteLength(data);
+    if (done && this.holdWrites) this.heldWrites.push(done);
+    else done?.();
     for (const waiter of [...this.waiting]) {
       if (waiter.test(this.frames)) {
         this.waiting.splice(this.waiting.indexOf(waiter), 1);
@@ -106,6 +115,7 @@ class FakeHub {
   }
 }
 
+const PEER = { ip: '127.0.0.1', loopbackTrusted: true, path: '/api/v1/ws' };
 const API: Principal = { role: 'api', id: 'default', fingerprint: 'tok_aaaaaaaa', scope: 'scope-api' };
 const ADMIN: Principal = { role: 'admin', id: 'default', fingerprint: 'tok_bbbbbbbb', scope: 'scope-admin' };
 
@@ -207,7 +217,7 @@ function open(
       interrupts.push(eventId);
       return true;
     },
-    bus,
+    feed: new WebSocketFeed(bus),
     noteMessage: () => undefined,
     logger: createLogger({ level: 'error', stdout: { write: () => undefined } }),
     onAuthenticated: () => undefined,
@@ -220,7 +230,7 @@ function open(
     identity: { platform: undefined, user_id: undefined, chat_id: undefined },
     ...options.handshake,
   };
-  const connection = new WebSocketConnection(socket, handshake, deps);
+  const connection = new WebSocketConnection(socket, handshake, deps, PEER);
   connections.push(connection);
   connection.start();
   return { socket, connection, hub, bus, audits, submits, interrupts, signals, follows, deps };
@@ -276,7 +286,10 @@ describe('WebSocketConnection: authentication', () => {
     const checkIdentity = vi.fn(async () => undefined);
     const h = open({ handshake: { headerToken: 'api' }, deps: { checkIdentity } });
     await h.socket.frameCount(1);
-    expect(checkIdentity).toHaveBeenCalledWith({ platform: 'ws', user_id: 'tok_aaaaaaaa', chat_id: 'tok_aaaaaaaa' });
+    expect(checkIdentity).toHaveBeenCalledWith(
+      { platform: 'ws', user_id: 'tok_aaaaaaaa', chat_id: 'tok_aaaaaaaa' },
+      PEER,
+    );
   });
 
   it('auth frame identity fields win over the query string', async () => {
@@ -287,7 +300,7 @@ describe('WebSocketConnection: authentication', () => {
     });
     send(h, { type: 'auth', token: 'api', user_id: 'f-user', chat_id: 'room' });
     await h.socket.frameCount(1);
-    expect(checkIdentity).toHaveBeenCalledWith({ platform: 'web', user_id: 'f-user', chat_id: 'room' });
+    expect(checkIdentity).toHaveBeenCalledWith({ platform: 'web', user_id: 'f-user', chat_id: 'room' }, PEER);
   });
 
   it('an identity refused by the auth mode: FORBIDDEN and close 4403', async () => {
@@ -342,9 +355,9 @@ describe('WebSocketConnection: turns', () => {
     const frames = await h.socket.frameCount(5);
     expect(frames.slice(1)).toEqual([
       { type: 'accepted', ref: 'r', event_id: 'evt_1', session_key: 'gateway:ws:tok_aaaaaaaa' },
-      { type: 'delta', event_id: 'evt_1', content: 'a' },
-      { type: 'delta', event_id: 'evt_1', content: 'b' },
-      { type: 'final', event_id: 'evt_1', status: 'completed', message: { content: 'ab' } },
+      { type: 'delta', event_id: 'evt_1', seq: 2, content: 'a' },
+      { type: 'delta', event_id: 'evt_1', seq: 3, content: 'b' },
+      { type: 'final', event_id: 'evt_1', seq: 4, status: 'completed', message: { content: 'ab' } },
     ]);
     // The follow ends with the final frame: its hub subscription and its slot go as the iteration unwinds.
     await vi.waitFor(() => expect(h.hub.count()).toBe(0));
@@ -476,6 +489,49 @@ describe('WebSocketConnection: turns', () => {
   });
 });
 
+describe('WebSocketConnection: resuming a reply', () => {
+  const ev = (seq: number, type: TurnEvent['type'], data: Record<string, unknown>): TurnEvent => ({
+    eventId: 'evt_1',
+    seq,
+    type,
+    data,
+  });
+  const stored = [
+    ev(1, 'status', { status: 'running' }),
+    ev(2, 'delta', { content: 'a' }),
+    ev(3, 'delta', { content: 'b' }),
+    ev(4, 'done', { status: 'completed', message: { content: 'ab' } }),
+  ];
+
+  it('a retried message with after_seq gets only the frames after it, each with its seq', async () => {
+    const h = open({
+      handshake: { headerToken: 'api' },
+      deps: {
+        submit: async (input) => ({ eventId: 'evt_1', sessionKey: input.sessionKey, replay: true, answer: 'result' }),
+      },
+    });
+    await h.socket.frameCount(1);
+    h.hub.stored.push(...stored);
+    send(h, { type: 'message', text: 'hi', idempotency_key: 'k1', after_seq: 2 });
+    const frames = await h.socket.frameCount(4);
+    expect(frames.slice(2)).toEqual([
+      { type: 'delta', event_id: 'evt_1', seq: 3, content: 'b' },
+      { type: 'final', event_id: 'evt_1', seq: 4, status: 'completed', message: { content: 'ab' } },
+    ]);
+    expect(h.follows[0]?.options.fromSeq).toBe(2);
+  });
+
+  it('after_seq on a message that starts a new turn is ignored', async () => {
+    const h = open({ handshake: { headerToken: 'api' } });
+    await h.socket.frameCount(1);
+    h.hub.stored.push(...stored);
+    send(h, { type: 'message', text: 'hi', after_seq: 3 });
+    await h.socket.frameOfType('final');
+    expect(h.follows[0]?.options.fromSeq).toBe(0);
+    expect(h.socket.frames.filter((f) => f.type === 'delta').map((f) => f.seq)).toEqual([2, 3]);
+  });
+});
+
 describe('WebSocketConnection: bounds and cleanup', () => {
   it('closes with 1013 once the outbound buffer passes the cap, and sends nothing after', async () => {
     const h = open({ handshake: { headerToken: 'api' }, limits: { maxBufferedBytes: 100 } });
@@ -489,6 +545,49 @@ describe('WebSocketConnection: bounds and cleanup', () => {
     h.bus.publish('turns', 'delta', { event_id: 'evt_x', content: 'y' });
     expect(h.socket.frames).toHaveLength(count);
     expect(h.bus.hasListeners('turns')).toBe(false);
+  });
+
+  it('one frame larger than the cap reaches a client with nothing unsent; the next one past the cap closes (1013)', async () => {
+    const h = open({ handshake: { headerToken: 'api' }, limits: { maxBufferedBytes: 100 } });
+    await h.socket.frameCount(1);
+    send(h, { type: 'subscribe', topics: ['memory'] });
+    await h.socket.frameOfType('subscribed');
+    h.socket.accumulate = true;
+    h.bus.publish('memory', 'created', { content: 'x'.repeat(500) });
+    expect(h.socket.frames.at(-1)).toMatchObject({ type: 'event', data: { content: 'x'.repeat(500) } });
+    expect(h.connection.isClosed).toBe(false);
+    h.bus.publish('memory', 'created', { content: 'y' });
+    expect(await h.socket.closed).toBe(1013);
+  });
+
+  it("a followed reply waits for its client's writes; live events held meanwhile count toward the cap (1013)", async () => {
+    const h = open({ handshake: { headerToken: 'api' }, limits: { maxBufferedBytes: 1000 } });
+    await h.socket.frameCount(1);
+    const ev = (seq: number, content: string): TurnEvent => ({
+      eventId: 'evt_1',
+      seq,
+      type: 'delta',
+      data: { content },
+    });
+    h.socket.bufferedAmount = 600; // over the pace (half the cap): each frame of the reply waits for its write
+    h.socket.holdWrites = true;
+    send(h, { type: 'message', text: 'hi' });
+    await h.socket.frameOfType('accepted');
+    h.hub.publish(ev(1, 'a'));
+    await h.socket.frameOfType('delta');
+    h.hub.publish(ev(2, 'b'));
+    // Held while the first delta's write is pending: nothing more is sent.
+    await Promise.resolve();
+    expect(h.socket.frames.filter((f) => f.type === 'delta')).toHaveLength(1);
+    expect(h.connection.isClosed).toBe(false);
+    // The write completes: the held event goes out.
+    h.socket.heldWrites.shift()!();
+    await vi.waitFor(() => expect(h.socket.frames.filter((f) => f.type === 'delta')).toHaveLength(2));
+    // Held again, now past the cap with the socket's unsent bytes: closed, the turn let go.
+    h.hub.publish(ev(3, 'c'.repeat(500)));
+    expect(await h.socket.closed).toBe(1013);
+    expect(h.hub.count()).toBe(0);
+    expect(h.connection.followedTurns).toBe(0);
   });
 
   it('pauses reading while frames queue up and resumes when they drain', async () => {

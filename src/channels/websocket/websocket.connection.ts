@@ -1,4 +1,4 @@
-import type { EventBus, Topic } from '../../events/index.js';
+import type { BusEvent, Topic } from '../../events/index.js';
 import { errors } from '../../http/errors.js';
 import type { Principal } from '../../http/route.js';
 import type { RateDecision } from '../../security/rate-limit.js';
@@ -9,10 +9,13 @@ import {
   WebSocketAuth,
   type AuthDeps,
   type Authenticated,
+  type AuthPort,
   type ChatIdentity,
   type Handshake,
+  type Peer,
   type Role,
 } from './websocket.auth.js';
+import { topicBit, topicsOf, type FeedMember, type TopicMask, type WebSocketFeed } from './websocket.feed.js';
 import {
   CLOSE_CODES,
   followStepFrame,
@@ -26,13 +29,16 @@ import {
   type ServerFrame,
 } from './websocket.frames.js';
 
-export type { ChatIdentity, Handshake, WebSocketAuditEntry } from './websocket.auth.js';
+export type { ChatIdentity, Handshake, Peer, WebSocketAuditEntry } from './websocket.auth.js';
 
 /** Bounds of one connection (DECISIONS §8: slow consumers cannot grow memory). */
 export interface WebSocketLimits {
   /** Time a client has to authenticate before it is closed with 4401 (default 10 s). */
   authTimeoutMs: number;
-  /** Outbound bytes queued for one client beyond which it is closed with 1013 (default 1 MiB). */
+  /**
+   * Outbound bytes queued for one client beyond which it is closed with 1013 (default 1 MiB,
+   * `limits.streams.max_buffered_bytes`). A frame sent while nothing is queued always goes out.
+   */
   maxBufferedBytes: number;
   /** Turns one connection follows at once; more → RATE_LIMITED error frame (default 16). */
   maxTurnsPerConnection: number;
@@ -42,7 +48,10 @@ export interface WebSocketLimits {
   maxBufferedEvents: number;
   /** How long a turn is followed before a TIMEOUT error frame (the turn goes on). */
   followTimeoutMs: number;
-  /** Open connections (authenticated or not) beyond which upgrades are refused with 503 (default 10 000). */
+  /**
+   * Open connections (authenticated or not) beyond which upgrades are refused with 503 (default 20 000,
+   * `limits.streams.websocket_max_connections`).
+   */
   maxConnections: number;
   /** Grace for clients to answer the close handshake on `stop()` before they are cut off (default 2 s). */
   closeGraceMs: number;
@@ -61,13 +70,21 @@ export const DEFAULT_WEBSOCKET_LIMITS: WebSocketLimits = {
   maxQueuedFrames: 32,
   maxBufferedEvents: 10_000,
   followTimeoutMs: 600_000,
-  maxConnections: 10_000,
+  maxConnections: 20_000,
   closeGraceMs: 2_000,
   heartbeatMs: 30_000,
 };
 
 /** `WebSocket.OPEN` (ws and the browser API agree). */
 const OPEN = 1;
+/** `send` options: every frame is a text frame, a pre-encoded Buffer too. */
+const TEXT = { binary: false } as const;
+/**
+ * A followed turn's next frame waits until the frames before it have left the
+ * process once this many bytes (or half the cap, if less) are unsent: a reply
+ * is read from the store at the pace of its client, not pushed past the cap.
+ */
+const PACE_BYTES = 64 * 1024;
 /** Inbound frames beyond `maxQueuedFrames` times this are refused outright (reading is paused long before). */
 const HARD_QUEUE_FACTOR = 4;
 /** Event ids a connection remembers as its own (api tokens may interrupt only those). */
@@ -78,7 +95,11 @@ export interface FrameSocket {
   readonly readyState: number;
   /** Bytes queued for sending and not yet handed to the kernel. */
   readonly bufferedAmount: number;
-  send(data: string): void;
+  /**
+   * Sends one text frame (a Buffer holds its UTF-8 bytes and may be shared by many sockets); `done` is
+   * called once the frame has left the process (or could not).
+   */
+  send(data: string | Buffer, options: typeof TEXT, done?: (err?: Error) => void): void;
   close(code?: number, reason?: string): void;
   /** Stops reading from the socket (TCP backpressure on the client). */
   pause(): void;
@@ -102,18 +123,23 @@ export interface WebSocketSubmit {
 /** Live-feed topics of what every principal shares (DECISIONS §18): the rest is per principal. */
 const SHARED_TOPICS: ReadonlySet<Topic> = new Set<Topic>(['skills', 'knowledge', 'channels']);
 
-/** Everything one connection needs, narrowed to what it uses (the channel wires the real services). */
-export interface ConnectionDeps extends Omit<AuthDeps, 'authTimeoutMs'> {
+/**
+ * Everything a connection needs, narrowed to what it uses; one object the
+ * channel shares among all its connections (what differs per connection is
+ * its `Peer`).
+ */
+export interface ConnectionDeps extends AuthDeps {
   limits: WebSocketLimits;
   /** Counts one message against the token's `write` group. */
   rateLimit(fingerprint: string): RateDecision;
   /** The message path's `submit` (the reply is always followed to its end, so the submission waits). */
-  submit(input: WebSocketSubmit): Promise<Submitted>;
+  submit(input: WebSocketSubmit, peer: Peer): Promise<Submitted>;
   /** The message path's `follow`. */
   follow(eventId: string, options: FollowOptions): AsyncIterable<TurnStep>;
   /** The message path's `interrupt(eventId, 'interrupted')`: false when the turn is not running here. */
   interrupt(eventId: string): boolean;
-  bus: Pick<EventBus, 'subscribe'>;
+  /** The live feed's topics. */
+  feed: Pick<WebSocketFeed, 'add' | 'remove'>;
   /** Counts one accepted chat message for the channel's stats. */
   noteMessage(): void;
   /** Told once when the client has authenticated (counts as a client from then on). */
@@ -124,6 +150,13 @@ export interface ConnectionDeps extends Omit<AuthDeps, 'authTimeoutMs'> {
 
 type State = 'pending' | 'open' | 'closed';
 
+/** One followed turn. */
+interface Follow {
+  stop: AbortController;
+  /** Live events heard for it and not yet sent (while it replays or waits for its client), in bytes. */
+  held: number;
+}
+
 /**
  * One WebSocket client (DECISIONS §8): authentication (header, `?token=`,
  * or a first `auth` frame within the deadline), the chat identity, message
@@ -132,48 +165,47 @@ type State = 'pending' | 'open' | 'closed';
  * live-feed subscriptions and ping.
  *
  * Bounded: inbound frames are handled one at a time in arrival order and
- * reading pauses when they queue up; outbound frames close the client with
- * 1013 once its send buffer passes `maxBufferedBytes`; turns followed at once
- * are capped; every hub and bus subscription ends when the connection does.
+ * reading pauses when they queue up; every outbound frame (replies, the live
+ * feed, errors) closes the client with 1013 once its send buffer passes
+ * `maxBufferedBytes`; turns followed at once are capped; every follow and
+ * live-feed topic ends the moment the connection does.
+ *
+ * Small when idle (a few hundred bytes beside the socket): the services are
+ * shared, collections are made on first use, topics are bits.
  */
-export class WebSocketConnection {
+export class WebSocketConnection implements AuthPort, FeedMember {
   private state: State = 'pending';
   private session: Authenticated | null = null;
   private readonly auth: WebSocketAuth;
-  private chain: Promise<void> = Promise.resolve();
+  /** The frame being handled and those queued behind it; null when none is. */
+  private chain: Promise<void> | null = null;
   private queued = 0;
   private paused = false;
-  /** Turns followed now, each with the controller that stops following it. */
-  private readonly follows = new Map<string, AbortController>();
-  private readonly owned = new Set<string>();
-  private readonly topics = new Set<Topic>();
-  private busUnsubscribe: (() => void) | null = null;
+  /** Turns followed now: the controller that stops following each, and the bytes its live events hold. */
+  private follows: Map<string, Follow> | null = null;
+  private owned: Set<string> | null = null;
+  private topics: TopicMask = 0;
+  /** Whether the client answered the last protocol ping (the channel's heartbeat). */
+  answeredPing = true;
 
   constructor(
     private readonly socket: FrameSocket,
     handshake: Handshake,
     private readonly deps: ConnectionDeps,
+    /** Where the client connects from. */
+    readonly peer: Peer,
   ) {
-    this.auth = new WebSocketAuth(
-      {
-        send: (frame) => this.send(frame),
-        close: (code, reason) => this.close(code, reason),
-        isClosed: () => this.state === 'closed',
-        enqueue: (task) => this.enqueue(task),
-        established: (session, first) => {
-          this.session = session;
-          this.state = 'open';
-          if (first) this.deps.onAuthenticated(this);
-        },
-      },
-      handshake,
-      { ...deps, authTimeoutMs: deps.limits.authTimeoutMs },
-    );
+    this.auth = new WebSocketAuth(this, handshake, deps);
   }
 
   /** True once authenticated and until closed. */
   get authenticated(): boolean {
     return this.state === 'open';
+  }
+
+  /** True once authentication succeeded, also after the connection closed. */
+  get wasAuthenticated(): boolean {
+    return this.session !== null;
   }
 
   /** True once the connection is over. */
@@ -183,7 +215,7 @@ export class WebSocketConnection {
 
   /** Turns this connection follows right now. */
   get followedTurns(): number {
-    return this.follows.size;
+    return this.follows?.size ?? 0;
   }
 
   /**
@@ -229,33 +261,90 @@ export class WebSocketConnection {
     this.finish();
   }
 
-  /**
-   * Sends one frame unless the socket is no longer open. A client whose
-   * unsent bytes pass `maxBufferedBytes` does not read fast enough: it is
-   * closed with 1013, so its frames stop queuing in server memory.
-   */
+  /** Sends one frame unless the socket is no longer open (see `sendData` for the buffer cap). */
   send(frame: ServerFrame): void {
     if (this.state === 'closed' || this.socket.readyState !== OPEN) return;
-    this.socket.send(JSON.stringify(frame));
-    if (this.socket.bufferedAmount > this.deps.limits.maxBufferedBytes) {
-      this.deps.logger.warn(
-        { buffered: this.socket.bufferedAmount, limit: this.deps.limits.maxBufferedBytes },
-        'websocket client too slow: closing',
-      );
-      this.close(CLOSE_CODES.TRY_AGAIN_LATER, 'client too slow: outbound buffer full');
+    this.sendData(JSON.stringify(frame));
+  }
+
+  /** One live-feed event of a topic this connection is subscribed to (`WebSocketFeed`). */
+  feedEvent(event: BusEvent, frame: () => Buffer): void {
+    if (this.state !== 'open' || !this.feedVisible(event)) return;
+    this.sendData(frame());
+  }
+
+  /** Authentication succeeded (told by this connection's `WebSocketAuth` only). */
+  established(session: Authenticated, first: boolean): void {
+    this.session = session;
+    this.state = 'open';
+    if (first) this.deps.onAuthenticated(this);
+  }
+
+  /**
+   * Every frame goes out here. A client whose unsent bytes — its socket's
+   * buffer and the live events held for the turns it follows — pass
+   * `maxBufferedBytes` while earlier frames were still unsent does not read
+   * fast enough: it is closed with 1013 (and resumes on a new connection), so
+   * its frames stop queuing in server memory; at most the cap plus one frame
+   * is held for it. A frame sent while nothing was queued always goes out,
+   * so one large frame does not cut off a client that keeps up. `done`: see
+   * `FrameSocket.send`.
+   */
+  private sendData(data: string | Buffer, done?: () => void): void {
+    if (this.state === 'closed' || this.socket.readyState !== OPEN) {
+      done?.();
+      return;
     }
+    const before = this.socket.bufferedAmount;
+    this.socket.send(data, TEXT, done);
+    if (before > 0) this.checkUnsent();
+  }
+
+  /** Closes the client with 1013 when its unsent bytes pass the cap (`sendData`). */
+  private checkUnsent(): void {
+    const buffered = this.socket.bufferedAmount;
+    let held = 0;
+    for (const follow of this.follows?.values() ?? []) held += follow.held;
+    if (buffered + held <= this.deps.limits.maxBufferedBytes) return;
+    this.deps.logger.warn(
+      { buffered, held, limit: this.deps.limits.maxBufferedBytes },
+      'websocket client too slow: closing',
+    );
+    this.close(CLOSE_CODES.TRY_AGAIN_LATER, 'client too slow: outbound buffer full');
+  }
+
+  /**
+   * Sends one frame of a followed turn; when much is unsent already, resolves
+   * only once this frame has left the process (or the follow stops), so the
+   * follow reads its next event at the client's pace.
+   */
+  private async sendPaced(frame: ServerFrame, stop: AbortSignal): Promise<void> {
+    const pace = Math.min(PACE_BYTES, Math.floor(this.deps.limits.maxBufferedBytes / 2));
+    if (this.socket.bufferedAmount <= pace) {
+      this.send(frame);
+      return;
+    }
+    await new Promise<void>((resolve) => {
+      const done = (): void => {
+        stop.removeEventListener('abort', done);
+        resolve();
+      };
+      stop.addEventListener('abort', done, { once: true });
+      this.sendData(JSON.stringify(frame), done);
+    });
   }
 
   // ---------------------------------------------------------------------------------------------------------------
   // Frame queue
 
-  private enqueue(task: () => Promise<void>): void {
+  /** Runs `task` after the frames before it (reading pauses while too many queue up). */
+  enqueue(task: () => Promise<void>): void {
     this.queued++;
     if (!this.paused && this.queued >= this.deps.limits.maxQueuedFrames) {
       this.paused = true;
       this.socket.pause();
     }
-    this.chain = this.chain
+    this.chain = (this.chain ?? Promise.resolve())
       .then(async () => {
         if (this.state !== 'closed') await task();
       })
@@ -265,6 +354,8 @@ export class WebSocketConnection {
       })
       .finally(() => {
         this.queued--;
+        // Idle: the settled chain is not kept.
+        if (this.queued === 0) this.chain = null;
         if (this.paused && this.queued <= Math.floor(this.deps.limits.maxQueuedFrames / 2)) {
           this.paused = false;
           if (this.state !== 'closed') this.socket.resume();
@@ -321,7 +412,7 @@ export class WebSocketConnection {
 
   private async message(frame: MessageFrame): Promise<void> {
     const { principal, identity } = this.session!;
-    if (this.follows.size >= this.deps.limits.maxTurnsPerConnection) {
+    if (this.followedTurns >= this.deps.limits.maxTurnsPerConnection) {
       throw errors.rateLimited(1, {
         reason: 'too many turns in flight on this connection',
         limit: this.deps.limits.maxTurnsPerConnection,
@@ -341,15 +432,18 @@ export class WebSocketConnection {
     if (!sessionKey.startsWith('gateway:') || sessionKey.length <= 'gateway:'.length) {
       throw errors.badRequest('session_key must start with "gateway:"');
     }
-    const submitted = await this.deps.submit({
-      principal,
-      sessionKey,
-      text: frame.text,
-      identity,
-      idempotencyKey: frame.idempotency_key,
-      ...(frame.agent !== undefined ? { agent: frame.agent } : {}),
-      ...(frame.traceparent !== undefined ? { traceparent: frame.traceparent } : {}),
-    });
+    const submitted = await this.deps.submit(
+      {
+        principal,
+        sessionKey,
+        text: frame.text,
+        identity,
+        idempotencyKey: frame.idempotency_key,
+        ...(frame.agent !== undefined ? { agent: frame.agent } : {}),
+        ...(frame.traceparent !== undefined ? { traceparent: frame.traceparent } : {}),
+      },
+      this.peer,
+    );
     if (!submitted.replay) this.deps.noteMessage();
     this.own(submitted.eventId);
     if (this.state === 'closed') return;
@@ -359,37 +453,47 @@ export class WebSocketConnection {
       event_id: submitted.eventId,
       session_key: submitted.sessionKey,
     });
-    this.follow(submitted.eventId, frame.ref);
+    // A retry resumes the reply after the last frame the client saw (`after_seq`); a new turn starts at 0.
+    this.follow(submitted.eventId, frame.ref, submitted.replay ? (frame.after_seq ?? 0) : 0);
   }
 
   private own(eventId: string): void {
-    this.owned.delete(eventId);
-    this.owned.add(eventId);
-    while (this.owned.size > MAX_OWNED) this.owned.delete(this.owned.values().next().value!);
+    const owned = (this.owned ??= new Set());
+    owned.delete(eventId);
+    owned.add(eventId);
+    while (owned.size > MAX_OWNED) owned.delete(owned.values().next().value!);
   }
 
   /**
-   * Streams a turn's frames to this client through the message path's
-   * `follow` (replay, then live; the ledger ends it when no final event
-   * does); a turn already followed is not followed twice.
+   * Streams a turn's frames after `fromSeq` to this client through the
+   * message path's `follow` (replay, then live; the ledger ends it when no
+   * final event does); a turn already followed is not followed twice.
    */
-  private follow(eventId: string, ref: FrameRef | undefined): void {
-    if (this.follows.has(eventId) || this.state === 'closed') return;
+  private follow(eventId: string, ref: FrameRef | undefined, fromSeq: number): void {
+    if (this.follows?.has(eventId) || this.state === 'closed') return;
     const stop = new AbortController();
-    this.follows.set(eventId, stop);
+    const follow: Follow = { stop, held: 0 };
+    const follows = (this.follows ??= new Map());
+    follows.set(eventId, follow);
     void (async () => {
       try {
         for await (const step of this.deps.follow(eventId, {
-          fromSeq: 0,
+          fromSeq,
           endOnPause: true,
           timeoutMs: this.deps.limits.followTimeoutMs,
           signal: stop.signal,
           maxBufferedEvents: this.deps.limits.maxBufferedEvents,
+          // Live events held while the reply waits for its client count as unsent bytes of the client.
+          onHeld: (bytes) => {
+            const grew = bytes > follow.held;
+            follow.held = bytes;
+            if (grew && this.state !== 'closed' && this.socket.bufferedAmount > 0) this.checkUnsent();
+          },
         })) {
           if (stop.signal.aborted) return;
           const out = followStepFrame(step, eventId, ref);
-          if (out.kind !== 'skip') this.send(out.frame);
-          if (out.kind === 'end') return;
+          if (out.kind !== 'skip') await this.sendPaced(out.frame, stop.signal);
+          if (out.kind === 'end' || stop.signal.aborted) return;
         }
       } catch (err) {
         if (stop.signal.aborted) return;
@@ -403,14 +507,14 @@ export class WebSocketConnection {
           eventId,
         );
       } finally {
-        if (this.follows.get(eventId) === stop) this.follows.delete(eventId);
+        if (this.follows?.get(eventId) === follow) this.follows.delete(eventId);
       }
     })();
   }
 
   /** Interrupts a running turn: any turn for admin, turns accepted on this connection for api tokens. */
   private interrupt(eventId: string, ref: FrameRef | undefined): void {
-    const allowed = this.session?.role === 'admin' || this.owned.has(eventId);
+    const allowed = this.session?.role === 'admin' || this.owned?.has(eventId) === true;
     if (!allowed || !this.deps.interrupt(eventId)) {
       this.sendError(ref, { code: 'NOT_FOUND', message: 'no running turn with this event_id' }, eventId);
     }
@@ -427,38 +531,23 @@ export class WebSocketConnection {
     if (topics.includes('logs') && this.role !== 'admin') {
       throw errors.forbidden('the logs topic needs the admin role');
     }
-    const before = [...this.topics];
-    for (const topic of topics) this.topics.add(topic);
+    const added = topics.filter((topic) => (this.topics & topicBit(topic)) === 0);
     try {
-      this.resubscribe();
+      this.deps.feed.add(this, added);
     } catch (err) {
-      this.topics.clear();
-      for (const topic of before) this.topics.add(topic);
       this.deps.logger.warn({ err: (err as Error).message }, 'websocket live-feed subscription refused');
       throw errors.unavailable('too many live-feed subscriptions; retry later');
     }
+    for (const topic of added) this.topics |= topicBit(topic);
     this.send({ type: 'subscribed', topics });
   }
 
   private unsubscribe(names: readonly string[]): void {
     const { topics, unknown } = resolveTopics(names);
     if (unknown.length > 0) throw errors.badRequest(`unknown topics: ${unknown.join(', ')}`, { unknown });
-    for (const topic of topics) this.topics.delete(topic);
-    this.resubscribe();
+    this.deps.feed.remove(this, topics);
+    for (const topic of topics) this.topics &= ~topicBit(topic);
     this.send({ type: 'unsubscribed', topics });
-  }
-
-  /** One bus subscription for the current topic set (subscribe first, then drop the old one: no gap). */
-  private resubscribe(): void {
-    const previous = this.busUnsubscribe;
-    this.busUnsubscribe =
-      this.topics.size === 0
-        ? null
-        : this.deps.bus.subscribe([...this.topics], (event) => {
-            if (!this.feedVisible(event)) return;
-            this.send({ type: 'event', topic: event.topic, event: event.event, data: event.data });
-          });
-    previous?.();
   }
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -473,7 +562,7 @@ export class WebSocketConnection {
   private feedVisible(event: { topic: Topic; data: Record<string, unknown> }): boolean {
     const principal = this.session?.principal;
     if (!principal || isolatedPrincipal(principal) === null) return true;
-    if (event.topic === 'turns') return this.owned.has(String(event.data.event_id));
+    if (event.topic === 'turns') return this.owned?.has(String(event.data.event_id)) === true;
     if (event.topic === 'sessions') {
       const key = typeof event.data.id === 'string' ? event.data.id : event.data.session_key;
       return typeof key === 'string' && key.includes(`${principalKeyPart(principal)}:`);
@@ -497,11 +586,11 @@ export class WebSocketConnection {
   private finish(): void {
     this.state = 'closed';
     this.auth.cancel();
-    this.busUnsubscribe?.();
-    this.busUnsubscribe = null;
-    this.topics.clear();
-    for (const stop of this.follows.values()) stop.abort();
-    this.follows.clear();
+    if (this.topics !== 0) this.deps.feed.remove(this, topicsOf(this.topics));
+    this.topics = 0;
+    const follows = this.follows;
+    this.follows = null;
+    for (const { stop } of follows?.values() ?? []) stop.abort();
     this.deps.onClosed(this);
   }
 }

@@ -129,19 +129,19 @@ describe('turnEventStep', () => {
   it('maps stream events to frames', () => {
     expect(turnEventStep(event('delta', { content: 'he' }), { live: true })).toEqual({
       kind: 'frame',
-      frame: { type: 'delta', event_id: 'evt_1', content: 'he' },
+      frame: { type: 'delta', event_id: 'evt_1', seq: 1, content: 'he' },
     });
     expect(turnEventStep(event('tool_call', { id: 'c1', name: 'n', arguments: '{}' }), { live: false })).toEqual({
       kind: 'frame',
-      frame: { type: 'tool_call', event_id: 'evt_1', id: 'c1', name: 'n', arguments: '{}' },
+      frame: { type: 'tool_call', event_id: 'evt_1', seq: 1, id: 'c1', name: 'n', arguments: '{}' },
     });
     expect(turnEventStep(event('tool_result', { id: 'c1', name: 'n', result: { ok: 1 } }), { live: true })).toEqual({
       kind: 'frame',
-      frame: { type: 'tool_result', event_id: 'evt_1', id: 'c1', name: 'n', result: { ok: 1 } },
+      frame: { type: 'tool_result', event_id: 'evt_1', seq: 1, id: 'c1', name: 'n', result: { ok: 1 } },
     });
     expect(turnEventStep(event('done', { status: 'completed', message: { content: 'x' } }), { live: false })).toEqual({
       kind: 'end',
-      frame: { type: 'final', event_id: 'evt_1', status: 'completed', message: { content: 'x' } },
+      frame: { type: 'final', event_id: 'evt_1', seq: 1, status: 'completed', message: { content: 'x' } },
     });
   });
 
@@ -150,7 +150,7 @@ describe('turnEventStep', () => {
     expect(turnEventStep(pause, { live: false })).toEqual({ kind: 'skip' });
     expect(turnEventStep(pause, { live: true })).toEqual({
       kind: 'end',
-      frame: { type: 'final', event_id: 'evt_1', status: 'waiting_approval', message: { content: null } },
+      frame: { type: 'final', event_id: 'evt_1', seq: 1, status: 'waiting_approval', message: { content: null } },
     });
     expect(turnEventStep(event('status', { status: 'running' }), { live: true })).toEqual({ kind: 'skip' });
   });
@@ -163,6 +163,7 @@ describe('turnEventStep', () => {
         type: 'error',
         ref: 'r',
         event_id: 'evt_1',
+        seq: 1,
         error: { code: 'UPSTREAM_ERROR', message: 'model provider failed: x' },
       },
     });

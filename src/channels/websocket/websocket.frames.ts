@@ -44,7 +44,7 @@ export const authFrame = identityFields.extend({
   ref: ref.optional(),
 });
 
-/** `{type: "message", text, session_key?, idempotency_key?, agent?, traceparent?, ref?}`. */
+/** `{type: "message", text, session_key?, idempotency_key?, agent?, traceparent?, after_seq?, ref?}`. */
 export const messageFrame = z.object({
   type: z.literal('message'),
   text: z.string({ error: 'text is required' }).min(1, 'text must not be empty'),
@@ -54,6 +54,11 @@ export const messageFrame = z.object({
   agent: z.string().min(1).max(64).optional(),
   /** The W3C trace context the turn's trace continues (DECISIONS §21); an invalid one starts a new trace. */
   traceparent: z.string().max(512).optional(),
+  /**
+   * Resuming a reply (a retry with the same `idempotency_key`, e.g. on a new connection after a close): only
+   * the turn's frames after this `seq` are sent. Ignored when the message starts a new turn.
+   */
+  after_seq: z.number().int().min(0).max(2_147_483_647).optional(),
   ref: ref.optional(),
 });
 
@@ -107,11 +112,11 @@ export interface FrameErrorBody {
 export type ServerFrame =
   | { type: 'auth_ok'; role: 'admin' | 'api' }
   | { type: 'accepted'; ref?: FrameRef; event_id: string; session_key: string }
-  | { type: 'delta'; event_id: string; content: unknown }
-  | { type: 'tool_call'; event_id: string; id: unknown; name: unknown; arguments: unknown }
-  | { type: 'tool_result'; event_id: string; id: unknown; name: unknown; result: unknown }
-  | { type: 'final'; event_id: string; status: string; message: unknown }
-  | { type: 'error'; ref?: FrameRef; event_id?: string; error: FrameErrorBody }
+  | { type: 'delta'; event_id: string; seq: number; content: unknown }
+  | { type: 'tool_call'; event_id: string; seq: number; id: unknown; name: unknown; arguments: unknown }
+  | { type: 'tool_result'; event_id: string; seq: number; id: unknown; name: unknown; result: unknown }
+  | { type: 'final'; event_id: string; seq?: number; status: string; message: unknown }
+  | { type: 'error'; ref?: FrameRef; event_id?: string; seq?: number; error: FrameErrorBody }
   | { type: 'subscribed'; topics: Topic[] }
   | { type: 'unsubscribed'; topics: Topic[] }
   | { type: 'event'; topic: Topic; event: string; data: Record<string, unknown> }
@@ -210,6 +215,11 @@ export function frameErrorOf(err: unknown): FrameErrorBody & { unexpected: boole
 
 const ERROR_CODES: ReadonlySet<string> = new Set(Object.keys(ERROR_STATUS));
 
+/** `{seq}` when the step came from a turn event, else nothing. */
+function seqOf(seq: number | null): { seq?: number } {
+  return seq === null ? {} : { seq };
+}
+
 /** What one turn event means for the client following that turn. */
 export type TurnFrameStep =
   /** Send the frame; the turn goes on. */
@@ -234,35 +244,64 @@ export function turnEventStep(event: TurnEvent, options: { live: boolean; ref?: 
  * a frame to send and whether the reply is complete with it. `delta`,
  * `tool_call`, `tool_result` as they are; a pause or an end → `final` with
  * the Message; a failed turn → an error frame (with the `ref` of the
- * message); other status changes are not sent.
+ * message); other status changes are not sent. Every frame of a turn event
+ * carries its `seq`, the number a resumed reply continues after
+ * (`after_seq` of a retried `message`); an end the ledger reported without
+ * an event has none.
  */
 export function followStepFrame(step: TurnStep, eventId: string, ref: FrameRef | undefined): TurnFrameStep {
   const withRef = ref !== undefined ? { ref } : {};
   switch (step.kind) {
     case 'delta':
-      return { kind: 'frame', frame: { type: 'delta', event_id: eventId, content: step.content } };
+      return { kind: 'frame', frame: { type: 'delta', event_id: eventId, seq: step.seq, content: step.content } };
     case 'tool_call':
       return {
         kind: 'frame',
-        frame: { type: 'tool_call', event_id: eventId, id: step.id, name: step.name, arguments: step.arguments },
+        frame: {
+          type: 'tool_call',
+          event_id: eventId,
+          seq: step.seq,
+          id: step.id,
+          name: step.name,
+          arguments: step.arguments,
+        },
       };
     case 'tool_result':
       return {
         kind: 'frame',
-        frame: { type: 'tool_result', event_id: eventId, id: step.id, name: step.name, result: step.result },
+        frame: {
+          type: 'tool_result',
+          event_id: eventId,
+          seq: step.seq,
+          id: step.id,
+          name: step.name,
+          result: step.result,
+        },
       };
     case 'status':
       return { kind: 'skip' };
     case 'paused':
-      return { kind: 'end', frame: { type: 'final', event_id: eventId, status: step.status, message: step.message } };
+      return {
+        kind: 'end',
+        frame: { type: 'final', event_id: eventId, ...seqOf(step.seq), status: step.status, message: step.message },
+      };
     case 'ended': {
       if (!step.error) {
-        return { kind: 'end', frame: { type: 'final', event_id: eventId, status: step.status, message: step.message } };
+        return {
+          kind: 'end',
+          frame: { type: 'final', event_id: eventId, ...seqOf(step.seq), status: step.status, message: step.message },
+        };
       }
       const code = ERROR_CODES.has(step.error.code) ? (step.error.code as ErrorCode) : 'INTERNAL_ERROR';
       return {
         kind: 'end',
-        frame: { type: 'error', ...withRef, event_id: eventId, error: { code, message: step.error.message } },
+        frame: {
+          type: 'error',
+          ...withRef,
+          event_id: eventId,
+          ...seqOf(step.seq),
+          error: { code, message: step.error.message },
+        },
       };
     }
     case 'timeout':

@@ -10,6 +10,12 @@ import { streamErrorSchema, streamMessageSchema } from '../../turns/index.js';
  */
 
 const frameRef = z.union([z.string(), z.number()]);
+/** The turn event's number: a retried `message` with `after_seq` resumes after it. */
+const seq = z
+  .number()
+  .int()
+  .min(1)
+  .describe("The turn event's number; resume after it with a retried message's after_seq");
 const topic = z.enum(TOPICS);
 
 /** Every frame the WebSocket server sends (DECISIONS §8), by type. */
@@ -21,10 +27,11 @@ export const SERVER_FRAMES = {
     event_id: z.string(),
     session_key: z.string(),
   }),
-  delta: z.object({ type: z.literal('delta'), event_id: z.string(), content: z.string() }),
+  delta: z.object({ type: z.literal('delta'), event_id: z.string(), seq, content: z.string() }),
   tool_call: z.object({
     type: z.literal('tool_call'),
     event_id: z.string(),
+    seq,
     id: z.string(),
     name: z.string(),
     arguments: z.string(),
@@ -32,6 +39,7 @@ export const SERVER_FRAMES = {
   tool_result: z.object({
     type: z.literal('tool_result'),
     event_id: z.string(),
+    seq,
     id: z.string(),
     name: z.string(),
     result: z.unknown(),
@@ -39,6 +47,7 @@ export const SERVER_FRAMES = {
   final: z.object({
     type: z.literal('final'),
     event_id: z.string(),
+    seq: seq.optional(),
     status: z.string(),
     message: streamMessageSchema.nullable(),
   }),
@@ -46,6 +55,7 @@ export const SERVER_FRAMES = {
     type: z.literal('error'),
     ref: frameRef.optional(),
     event_id: z.string().optional(),
+    seq: seq.optional(),
     error: streamErrorSchema,
   }),
   subscribed: z.object({ type: z.literal('subscribed'), topics: z.array(topic) }),
