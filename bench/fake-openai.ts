@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { chatChunker } from './model-common.js';
 import { announce, exitWithParent } from './child-server.js';
 import { playReply, Script, sendJson, startFakeProvider, writeSse, type FakeProvider } from './fake-provider-core.js';
 
@@ -38,14 +39,7 @@ function answerInstantly(res: ServerResponse, body: ChatBody): void {
     });
     return;
   }
-  const chunk = (delta: object, finish: string | null, usage?: object) => ({
-    id,
-    object: 'chat.completion.chunk',
-    created,
-    model,
-    choices: [{ index: 0, delta, finish_reason: finish }],
-    ...(usage ? { usage } : {}),
-  });
+  const chunk = chatChunker(id, created, model);
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   writeSse(res, chunk({ role: 'assistant', content: '' }, null));
   writeSse(res, chunk({ content: CONTENT }, null));

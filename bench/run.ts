@@ -4,6 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import pg from 'pg';
+import { envNumber, spawnBenchServer } from './common.js';
 import {
   allFigures,
   handoffPath,
@@ -17,19 +18,10 @@ import {
 import { runLoad, type LoadOptions, type LoadRequest, type LoadResult } from './load.js';
 import { percentile, send, sequential, singleUserAgent, sseFirstDelta, openWsChat } from './probes.js';
 import { cpuMs, machineBusyMs, memoryMiB, ticksPerSecond } from './proc-stats.js';
-import {
-  announcedUrl,
-  killAllNow,
-  ROOT,
-  spawnGateway,
-  spawnNode,
-  stopAll,
-  stopChild,
-  waitForHealth,
-  type Child,
-} from './processes.js';
+import { killAllNow, spawnGateway, stopAll, stopChild, waitForHealth, type Child } from './processes.js';
 import { startStreamModel, type StreamModel } from './stream-model.js';
 import { startOtlpSink } from './otlp-sink.js';
+import { memoryScenarios, webSocketClientsScenario } from './memory-scenarios.js';
 
 /**
  * `npm run bench`: the message path's throughput, latency and CPU, on SQLite
@@ -42,8 +34,6 @@ import { startOtlpSink } from './otlp-sink.js';
  * `--json <file>` writes every figure (see bench/README.md).
  */
 
-const HERE = import.meta.dirname;
-
 const TOKEN = 'bench-token';
 /** Admin token, used only to read the turn ledger while draining (so the measured token is an api token). */
 const ADMIN_TOKEN = 'bench-admin-token';
@@ -55,17 +45,9 @@ const HIGH_LIMIT = 100_000_000;
 const MAX_QUEUED_TURNS = 200_000;
 const ERROR_BUDGET = 0.01;
 
-function envNumber(name: string, fallback: number, integer: boolean): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw.trim() === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
-    throw new Error(`${name} must be a positive ${integer ? 'integer' : 'number'}, not ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
-const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j'] as const;
+const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o'] as const;
+/** Run without BENCH_SCENARIOS: all but the long memory scenarios (k, l, m, o), which are asked for by name. */
+const DEFAULT_SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'n'] as const;
 const BACKENDS = ['sqlite', 'postgres'] as const;
 type Backend = (typeof BACKENDS)[number];
 
@@ -82,9 +64,10 @@ function defaultPgUrl(): string {
     : 'postgres://postgres@127.0.0.1:5432/test';
 }
 
-/** `BENCH_SCENARIOS=a,d` runs a subset (default: all). */
+/** `BENCH_SCENARIOS=a,d` runs a subset (default: `DEFAULT_SCENARIOS`; `all`: every one). */
 function scenarioSet(raw: string | undefined): Set<string> {
-  if (raw === undefined || raw.trim() === '') return new Set(SCENARIOS);
+  if (raw === undefined || raw.trim() === '') return new Set(DEFAULT_SCENARIOS);
+  if (raw.trim().toLowerCase() === 'all') return new Set(SCENARIOS);
   const picked = raw.split(',').map((part) => part.trim().toLowerCase().replace(/[()]/g, ''));
   const unknown = picked.filter((part) => !(SCENARIOS as readonly string[]).includes(part));
   if (unknown.length > 0 || picked.length === 0) {
@@ -328,17 +311,8 @@ async function startGateway(
 }
 
 async function startBenchServer(name: string, file: string): Promise<{ child: Child; url: string }> {
-  const child = spawnNode({
-    name,
-    args: [join(HERE, file)],
-    cwd: ROOT,
-    env: { PATH: process.env.PATH },
-    findUrl: announcedUrl,
-    startTimeoutMs: 10_000,
-    // stdin stays open: our own small servers exit when it closes.
-    stdin: 'pipe',
-    keepLines: 0,
-  });
+  // stdin stays open: our own small servers exit when it closes.
+  const child = spawnBenchServer(name, file);
   const url = await child.ready.catch((err: Error) => {
     throw new Error(`${err.message}\n--- ${name} output ---\n${child.tail()}`);
   });
@@ -1155,6 +1129,19 @@ async function runBackend(
       else lines.push('[sqlite] (i) cluster: skipped (one process per SQLite database; several share PostgreSQL)');
     }
 
+    if (['k', 'l', 'm', 'n'].some((id) => settings.scenarios.has(id))) {
+      await memoryScenarios({
+        backend,
+        dir: join(dir, 'memory'),
+        storage,
+        seconds: settings.seconds,
+        warmupSeconds: settings.warmupSeconds,
+        scenarios: settings.scenarios,
+        progress,
+        note: (line) => lines.push(line),
+      });
+    }
+
     if (settings.scenarios.has('f') || settings.scenarios.has('g')) {
       const model = await startStreamModel();
       try {
@@ -1235,6 +1222,8 @@ async function main(): Promise<number> {
       await stopChild(hello.child, 5_000);
     }
     for (const backend of settings.backends) await runBackend(backend, tmp, baselineRps, memory);
+    // (o) once: its gateway keeps its state in a SQLite file of its own.
+    if (settings.scenarios.has('o')) await webSocketClientsScenario(progress, (line) => lines.push(line));
   } catch (err) {
     printReport(memory);
     console.error(`\nbench failed: ${(err as Error).stack ?? String(err)}`);

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { sendJson, startFakeProvider, writeSse, type FakeProvider } from './fake-provider-core.js';
+import { chatChunker, startBenchModel } from './model-common.js';
+import { writeSse, type FakeProvider } from './fake-provider-core.js';
 
 /**
  * A streaming OpenAI-compatible model inside the bench's own process, so the
@@ -56,14 +57,7 @@ export async function startStreamModel(options: StreamModelOptions = {}): Promis
     const id = `chatcmpl-stream-${++counter}`;
     const created = Math.floor(Date.now() / 1000);
     const model = typeof body.model === 'string' && body.model ? body.model : 'bench-model';
-    const chunk = (delta: object, finish: string | null, usage?: object) => ({
-      id,
-      object: 'chat.completion.chunk',
-      created,
-      model,
-      choices: [{ index: 0, delta, finish_reason: finish }],
-      ...(usage ? { usage } : {}),
-    });
+    const chunk = chatChunker(id, created, model);
     const end = (): void => {
       writeSse(res, chunk({}, 'stop', USAGE));
       if (!res.destroyed && !res.writableEnded) res.end('data: [DONE]\n\n');
@@ -102,20 +96,7 @@ export async function startStreamModel(options: StreamModelOptions = {}): Promis
     end();
   };
 
-  const fake: FakeProvider<ChatBody> = await startFakeProvider<ChatBody>({
-    name: 'bench stream model',
-    record: false,
-    keepAliveTimeoutMs: 30_000,
-    route({ method, path, body, res }): boolean {
-      if (method === 'GET' && path === '/v1/models') {
-        sendJson(res, 200, { object: 'list', data: [{ id: 'bench-model', object: 'model' }] });
-        return true;
-      }
-      if (method !== 'POST' || path !== '/v1/chat/completions') return false;
-      stream(res, body);
-      return true;
-    },
-  });
+  const fake: FakeProvider<ChatBody> = await startBenchModel<ChatBody>('bench stream model', stream);
 
   return {
     origin: fake.origin,

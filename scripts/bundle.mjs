@@ -123,7 +123,9 @@ export async function bundle(outdir = join(root, 'dist', 'bundle')) {
     sourcesContent: false,
     minifyWhitespace: true,
     minifySyntax: true,
-    keepNames: true, // class and function names as written (logged error types, `name` checks)
+    // Not keepNames: it wraps every function made at run time in a `__name` call, which cost a third more CPU per
+    // turn (bench (d): 3.0 against 2.3 ms). Error classes set their `name` themselves.
+    keepNames: false,
     legalComments: 'none',
     metafile: true,
     write: false,
