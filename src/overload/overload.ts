@@ -13,6 +13,11 @@ export type ShedReason = 'memory' | 'event_loop' | 'queue_wait' | 'queue_full';
 const RETRY_AFTER_SECONDS: Record<ShedReason, number> = { memory: 2, event_loop: 1, queue_wait: 1, queue_full: 5 };
 /** The longest `Retry-After` the queue's wait gives. */
 const MAX_QUEUE_RETRY_AFTER_SECONDS = 30;
+/**
+ * Sessions waiting for a slot that never make a turn refused for its wait: a queue no deeper than the slots
+ * (and never under this) is what `agent.max_concurrent_turns` is for, not overload.
+ */
+const MIN_READY_ALWAYS_TAKEN = 8;
 /** A queue wait under this never refuses: bursts of fast turns pass. */
 const MIN_QUEUE_WAIT_MS = 100;
 /** The wait allowed, as a share of a turn's mean run time: an accepted turn ends within about 2× its unloaded time. */
@@ -54,10 +59,11 @@ function shedError(reason: ShedReason, message: string, seconds: number, extra: 
  *   from the last sample (twice a second): API writes first thing in the
  *   guard, before the body is read, webhook messages likewise, anything else
  *   at the door (WebSocket messages);
- * - the turn queue cannot start the turn in time (`refuse`): it would wait
- *   for a slot longer than the budget, or the turn longest in line already
- *   has — the queue's age, as CoDel judges a standing queue — or the queue
- *   is at `agent.max_queued_turns`.
+ * - the turn queue cannot start the turn in time (`refuse`): more sessions
+ *   wait for a slot than there are slots (at least 8), and the turn would
+ *   wait longer than the budget, or the turn longest in line already has —
+ *   the queue's age, as CoDel judges a standing queue —; or the queue is at
+ *   `agent.max_queued_turns`.
  * Reads, health and metrics always pass.
  */
 export function openOverload(options: OverloadOptions): Overload {
@@ -129,6 +135,7 @@ export function openOverload(options: OverloadOptions): Overload {
       settings.max_queue_wait_ms,
       Math.max(MIN_QUEUE_WAIT_MS, load.meanRunMs * QUEUE_WAIT_SHARE_OF_RUN),
     );
+    if (load.ready < Math.max(load.maxConcurrent, MIN_READY_ALWAYS_TAKEN)) return null;
     const expectedMs = (load.ready / load.maxConcurrent) * load.meanRunMs;
     const waitMs = Math.max(expectedMs, load.oldestWaitMs);
     if (waitMs <= budgetMs) return null;

@@ -210,10 +210,13 @@ describe('overload: the turn queue', () => {
       { 'idempotency-key': 'k-queue-2' },
     );
     expect(second.statusCode).toBe(202);
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c', text: 'three' })).statusCode).toBe(202);
-
-    // The turn first in line has waited longer than the budget (100 ms before any turn has ended).
+    // A queue no deeper than 8 sessions is always taken, however long it has waited.
     h.clock.advance(150);
+    for (const chat of ['c', 'e', 'f', 'g', 'h', 'i', 'j']) {
+      expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: chat, text: 'more' })).statusCode).toBe(202);
+    }
+
+    // Now 8 wait, and the turn first in line has waited longer than the budget (100 ms before any turn has ended).
     const refused = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'd', text: 'four' }, {}, '?wait=true');
     expect(refused.statusCode).toBe(503);
     expect(refused.headers['retry-after']).toBe('1');
