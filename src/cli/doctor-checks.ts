@@ -484,7 +484,7 @@ async function checkPort(options: {
 
 /** The main port, and the webhook's when the webhook server is enabled. */
 export async function checkPorts(config: Config): Promise<Check[]> {
-  const base = localUrl(config);
+  const base = localUrl(config.gateway);
   const checks = [
     checkPort({
       name: 'port',
@@ -507,7 +507,7 @@ export async function checkPorts(config: Config): Promise<Check[]> {
         }),
       );
     } else {
-      const reach = localUrl({ ...config, gateway: { ...config.gateway, host: webhook.host, port: webhook.port } });
+      const reach = localUrl(webhook);
       const path = webhook.path.length > 1 ? webhook.path.replace(/\/+$/, '') : '';
       checks.push(
         checkPort({

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import type { ClientSettings } from '../config/config.file.js';
 import type { Config } from '../config/config.schema.js';
 import { adminTokenPath } from '../security/admin-token.js';
 import { CliError, EXIT, type CliIo } from './io.js';
@@ -45,12 +46,36 @@ export async function localConfig(
   }
 }
 
+/**
+ * The settings a client command reads from the local configuration (where the gateway is, its data dir and
+ * tokens), read without the configuration's schema (ADR 0044). When one of those keys is not plainly valid, the
+ * whole configuration is validated instead, so the error names the problem as `serve` would.
+ */
+export async function localSettings(io: CliIo, configFile?: string): Promise<ClientSettings> {
+  const { clientSettings, ConfigError, readRawConfig } = await import('../config/config.file.js');
+  try {
+    const found = readRawConfig({
+      flags: configFile ? { config: configFile } : {},
+      env: io.env,
+      cwd: io.cwd,
+      dataDirFallback: true,
+    });
+    const settings = clientSettings(found, io.cwd);
+    if (settings) return settings;
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.failure);
+    throw err;
+  }
+  const { clientSettingsOf } = await import('../config/config.load.js');
+  return clientSettingsOf(await localConfig(io, configFile));
+}
+
 /** The URL a local client reaches a gateway bound to `host:port` at (a wildcard bind is reached on loopback). */
-export function localUrl(config: Config): string {
-  const host = config.gateway.host;
+export function localUrl(settings: Pick<ClientSettings, 'host' | 'port'>): string {
+  const host = settings.host;
   const reach = host === '0.0.0.0' || host === '' ? '127.0.0.1' : host === '::' ? '[::1]' : host;
   const shown = reach.includes(':') && !reach.startsWith('[') ? `[${reach}]` : reach;
-  return `http://${shown}:${config.gateway.port}`;
+  return `http://${shown}:${settings.port}`;
 }
 
 /**
@@ -60,8 +85,8 @@ export function localUrl(config: Config): string {
  */
 export async function resolveTarget(io: CliIo, options: ClientOptions): Promise<ClientTarget> {
   const explicitUrl = options.url ?? (io.env.GATEHOUSE_URL || undefined);
-  let config: Config | null = null;
-  const local = async (): Promise<Config> => (config ??= (await localConfig(io, options.config)).config);
+  let settings: ClientSettings | null = null;
+  const local = async (): Promise<ClientSettings> => (settings ??= await localSettings(io, options.config));
   let url: string;
   let apiPrefix = '/api/v1';
   if (explicitUrl) {
@@ -79,12 +104,12 @@ export async function resolveTarget(io: CliIo, options: ClientOptions): Promise<
     if (path !== '') apiPrefix = path;
   } else {
     url = localUrl(await local());
-    apiPrefix = (await local()).gateway.api_prefix;
+    apiPrefix = (await local()).apiPrefix;
   }
   if (options.token) return { url, apiPrefix, token: options.token, tokenSource: '--token' };
   if (io.env.GATEHOUSE_TOKEN) return { url, apiPrefix, token: io.env.GATEHOUSE_TOKEN, tokenSource: 'GATEHOUSE_TOKEN' };
   if (!explicitUrl) {
-    const path = adminTokenPath((await local()).data_dir);
+    const path = adminTokenPath((await local()).dataDir);
     if (existsSync(path)) {
       const token = readFileSync(path, 'utf8').trim();
       if (token) return { url, apiPrefix, token, tokenSource: path };

@@ -1,37 +1,28 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { type Config, type ConfigIssue, defaultConfig, validateConfig } from './config.schema.js';
+import { resolve } from 'node:path';
+import {
+  type CliFlags,
+  type ClientSettings,
+  ConfigError,
+  type EnvironmentOutcome,
+  parseArgs,
+  type ProviderSource,
+  type RawConfigOptions,
+  readRawConfig,
+} from './config.file.js';
+import { type Config, validateConfig } from './config.schema.js';
 
-/** Start-up was refused: every problem found, each at a dotted path. */
-export class ConfigError extends Error {
-  constructor(readonly issues: ConfigIssue[]) {
-    super(`invalid configuration:\n${issues.map((i) => `  ${i.path}: ${i.message}`).join('\n')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-/** What the command line said. */
-export interface CliFlags {
-  config?: string;
-  host?: string;
-  port?: string;
-  dataDir?: string;
-  help?: boolean;
-}
-
-/**
- * Why the model provider is the one in use: `file` (the file's `provider.type`), `environment` (no `provider`
- * block in the file, and OPENAI_API_KEY or ANTHROPIC_API_KEY is set) or `default` (neither: the built-in `echo`).
- */
-export type ProviderSource = 'file' | 'environment' | 'default';
-
-/** What the environment decided beyond plain values (`applyEnvironment`). */
-export interface EnvironmentOutcome {
-  providerSource: ProviderSource;
-  /** The variable that selected the provider when `providerSource` is `environment`, else null. */
-  providerVariable: 'OPENAI_API_KEY' | 'ANTHROPIC_API_KEY' | null;
-}
+export {
+  applyEnvironment,
+  applyFlags,
+  type CliFlags,
+  ConfigError,
+  DATA_DIR_CONFIG_FILE,
+  dataDirConfigPath,
+  type EnvironmentOutcome,
+  parseArgs,
+  type ProviderSource,
+  readConfigFile,
+} from './config.file.js';
 
 /** The loaded configuration and where it came from. */
 export interface LoadedConfig {
@@ -46,167 +37,6 @@ export interface LoadedConfig {
   providerSource: ProviderSource;
   /** The environment variable that selected the provider (`providerSource` `environment`), else null. */
   providerVariable: EnvironmentOutcome['providerVariable'];
-}
-
-const FLAG_NAMES: Record<string, keyof CliFlags> = {
-  '--config': 'config',
-  '--host': 'host',
-  '--port': 'port',
-  '--data-dir': 'dataDir',
-};
-
-/** Parses `--config F --host H --port P --data-dir D` (also `--flag=value`). */
-export function parseArgs(argv: readonly string[]): CliFlags {
-  const flags: CliFlags = {};
-  const issues: ConfigIssue[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--help' || arg === '-h') {
-      flags.help = true;
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = eq > 0 ? arg.slice(0, eq) : arg;
-    const key = FLAG_NAMES[name];
-    if (!key) {
-      issues.push({ path: '(cli)', message: `unknown argument ${JSON.stringify(arg)}` });
-      continue;
-    }
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (value === undefined || value === '') {
-      issues.push({ path: '(cli)', message: `${name} needs a value` });
-      continue;
-    }
-    (flags as Record<string, string>)[key] = value;
-  }
-  if (issues.length) throw new ConfigError(issues);
-  return flags;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function child(obj: Record<string, unknown>, key: string): Record<string, unknown> {
-  const existing = obj[key];
-  if (isRecord(existing)) return existing;
-  const created: Record<string, unknown> = {};
-  obj[key] = created;
-  return created;
-}
-
-/** A number when the text is a plain integer, else the text (so the schema reports the type error). */
-function intOrText(text: string): number | string {
-  return /^\d+$/.test(text) ? Number(text) : text;
-}
-
-/** Reads and parses a YAML configuration file; the empty file is `{}`. */
-export function readConfigFile(path: string): Record<string, unknown> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new ConfigError([{ path: '(file)', message: `cannot read ${path}: ${(err as Error).message}` }]);
-  }
-  let parsed: unknown;
-  try {
-    parsed = parseYaml(text);
-  } catch (err) {
-    throw new ConfigError([{ path: '(file)', message: `${path} is not valid YAML: ${(err as Error).message}` }]);
-  }
-  if (parsed === null || parsed === undefined) return {};
-  if (!isRecord(parsed)) throw new ConfigError([{ path: '(root)', message: `${path} must hold a mapping` }]);
-  return parsed;
-}
-
-/**
- * Applies the documented environment variables over a raw config object
- * (DECISIONS §1). `GATEHOUSE_*` always win over the file; provider keys,
- * DATABASE_URL, REDIS_URL and NATS_URL only fill what the file left unset. With no
- * `provider` block at all, OPENAI_API_KEY selects `openai` (with
- * OPENAI_BASE_URL when set), else ANTHROPIC_API_KEY selects `anthropic`;
- * a `provider` block in the file is never switched by the environment.
- * Returns why the provider is the one in use.
- */
-export function applyEnvironment(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): EnvironmentOutcome {
-  const gateway = (): Record<string, unknown> => child(raw, 'gateway');
-  if (env.GATEHOUSE_HOST) gateway().host = env.GATEHOUSE_HOST;
-  if (env.GATEHOUSE_PORT) gateway().port = intOrText(env.GATEHOUSE_PORT);
-  if (env.GATEHOUSE_DATA_DIR) raw.data_dir = env.GATEHOUSE_DATA_DIR;
-
-  let outcome: EnvironmentOutcome = { providerSource: 'default', providerVariable: null };
-  if (raw.provider === undefined) {
-    if (env.OPENAI_API_KEY) {
-      raw.provider = { type: 'openai' };
-      outcome = { providerSource: 'environment', providerVariable: 'OPENAI_API_KEY' };
-    } else if (env.ANTHROPIC_API_KEY) {
-      raw.provider = { type: 'anthropic' };
-      outcome = { providerSource: 'environment', providerVariable: 'ANTHROPIC_API_KEY' };
-    }
-  } else if (isRecord(raw.provider) && raw.provider.type !== undefined) {
-    outcome = { providerSource: 'file', providerVariable: null };
-  }
-
-  const provider = isRecord(raw.provider) ? raw.provider : undefined;
-  const type = provider?.type ?? 'echo';
-  if (type === 'openai') {
-    if (env.OPENAI_API_KEY && provider && provider.api_key == null) provider.api_key = env.OPENAI_API_KEY;
-    if (env.OPENAI_BASE_URL && provider && provider.base_url == null) provider.base_url = env.OPENAI_BASE_URL;
-  }
-  if (type === 'anthropic' && env.ANTHROPIC_API_KEY && provider && provider.api_key == null) {
-    provider.api_key = env.ANTHROPIC_API_KEY;
-  }
-  if (env.DATABASE_URL && !('storage' in raw) && /^postgres(ql)?:\/\//.test(env.DATABASE_URL)) {
-    raw.storage = { driver: 'postgres', url: env.DATABASE_URL };
-  } else if (
-    env.DATABASE_URL &&
-    isRecord(raw.storage) &&
-    raw.storage.driver === 'postgres' &&
-    raw.storage.url == null
-  ) {
-    raw.storage.url = env.DATABASE_URL;
-  }
-  if (env.REDIS_URL && !('bus' in raw)) raw.bus = { driver: 'redis', url: env.REDIS_URL };
-  else if (isRecord(raw.bus) && raw.bus.url == null) {
-    // A bus block without a URL takes its driver's from the environment, as storage takes DATABASE_URL.
-    const url = raw.bus.driver === 'redis' ? env.REDIS_URL : raw.bus.driver === 'nats' ? env.NATS_URL : undefined;
-    if (url) raw.bus.url = url;
-  }
-  // TELEGRAM_BOT_TOKEN: enables Telegram when the file has no telegram block, else fills an unset token (DECISIONS §16).
-  if (env.TELEGRAM_BOT_TOKEN) {
-    const channels = child(raw, 'channels');
-    if (channels.telegram === undefined) channels.telegram = { enabled: true, bot_token: env.TELEGRAM_BOT_TOKEN };
-    else if (isRecord(channels.telegram) && channels.telegram.bot_token == null) {
-      channels.telegram.bot_token = env.TELEGRAM_BOT_TOKEN;
-    }
-  }
-  // SLACK_*: enable Slack when both required secrets are set and the file has no slack block, else fill unset ones.
-  if (env.SLACK_BOT_TOKEN || env.SLACK_SIGNING_SECRET || env.SLACK_APP_TOKEN) {
-    const channels = child(raw, 'channels');
-    const given = {
-      bot_token: env.SLACK_BOT_TOKEN,
-      signing_secret: env.SLACK_SIGNING_SECRET,
-      app_token: env.SLACK_APP_TOKEN,
-    };
-    if (channels.slack === undefined && given.bot_token && given.signing_secret) channels.slack = { enabled: true };
-    const slack = isRecord(channels.slack) ? channels.slack : {};
-    for (const [key, value] of Object.entries(given)) if (value && slack[key] == null) slack[key] = value;
-  }
-  // OpenTelemetry (DECISIONS §21): an OTLP endpoint in the environment turns tracing on unless the file decides;
-  // the exporter reads the OTEL_* variables itself. OTEL_SDK_DISABLED=true turns it off whatever else says.
-  if (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) {
-    const tracing = child(raw, 'tracing');
-    if (tracing.enabled === undefined) tracing.enabled = true;
-  }
-  if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') child(raw, 'tracing').enabled = false;
-  return outcome;
-}
-
-/** Applies CLI flags, the last and strongest layer. */
-export function applyFlags(raw: Record<string, unknown>, flags: CliFlags): void {
-  if (flags.host !== undefined) child(raw, 'gateway').host = flags.host;
-  if (flags.port !== undefined) child(raw, 'gateway').port = intOrText(flags.port);
-  if (flags.dataDir !== undefined) raw.data_dir = flags.dataDir;
 }
 
 /** Entries of allowed_hosts that are wildcards and therefore dropped (spec: Origin and host checks). */
@@ -226,29 +56,12 @@ export function configWarnings(config: Config): string[] {
   return warnings;
 }
 
-/** Name of the configuration file PUT /config creates in `data_dir` when the gateway runs without one. */
-export const DATA_DIR_CONFIG_FILE = 'gatehouse.yaml';
-
-/** `<data_dir>/gatehouse.yaml`: where PUT /config writes when no configuration file was loaded. */
-export function dataDirConfigPath(dataDir: string): string {
-  return join(dataDir, DATA_DIR_CONFIG_FILE);
-}
-
-/** Options of `loadConfig`. */
-export interface LoadConfigOptions {
+/** Options of `loadConfig`: those of `readRawConfig`, with the flags parsed here when not given. */
+export interface LoadConfigOptions extends Omit<RawConfigOptions, 'flags'> {
   /** Command-line arguments to parse (`--config`, `--host`, `--port`, `--data-dir`); ignored when `flags` is given. */
   argv?: readonly string[];
   /** Flags already parsed (by the command line's argument library). */
   flags?: CliFlags;
-  env: NodeJS.ProcessEnv;
-  cwd: string;
-  /**
-   * When no file is named and `./gatehouse.yaml` is absent, also read
-   * `<data_dir>/gatehouse.yaml` (the file PUT /config creates), with
-   * `data_dir` from `--data-dir`, `GATEHOUSE_DATA_DIR` or the default.
-   * Off unless asked for.
-   */
-  dataDirFallback?: boolean;
 }
 
 /**
@@ -259,25 +72,31 @@ export interface LoadConfigOptions {
  */
 export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const flags = options.flags ?? parseArgs(options.argv ?? []);
-  const explicit = flags.config ?? options.env.GATEHOUSE_CONFIG;
-  let configPath: string | null = null;
-  if (explicit) {
-    configPath = isAbsolute(explicit) ? explicit : resolve(options.cwd, explicit);
-    if (!existsSync(configPath)) throw new ConfigError([{ path: '(file)', message: `${configPath} does not exist` }]);
-  } else if (existsSync(resolve(options.cwd, 'gatehouse.yaml'))) {
-    configPath = resolve(options.cwd, 'gatehouse.yaml');
-  } else if (options.dataDirFallback) {
-    const dataDir = flags.dataDir ?? (options.env.GATEHOUSE_DATA_DIR || defaultConfig().data_dir);
-    const candidate = dataDirConfigPath(resolve(options.cwd, dataDir));
-    if (existsSync(candidate)) configPath = candidate;
-  }
-  const fileObject = configPath ? readConfigFile(configPath) : {};
-  const raw = structuredClone(fileObject);
-  const environment = applyEnvironment(raw, options.env);
-  applyFlags(raw, flags);
-  const result = validateConfig(raw);
+  const found = readRawConfig({ flags, env: options.env, cwd: options.cwd, dataDirFallback: options.dataDirFallback });
+  const result = validateConfig(found.raw);
   if (!result.ok) throw new ConfigError(result.errors);
   const config = result.config;
   config.data_dir = resolve(options.cwd, config.data_dir);
-  return { config, configPath, fileObject, warnings: configWarnings(config), ...environment };
+  return {
+    config,
+    configPath: found.configPath,
+    fileObject: found.fileObject,
+    warnings: configWarnings(config),
+    ...found.environment,
+  };
+}
+
+/** The settings a client command reads (`clientSettings`), from a validated configuration. */
+export function clientSettingsOf(loaded: Pick<LoadedConfig, 'config' | 'configPath'>): ClientSettings {
+  const { config, configPath } = loaded;
+  const { auth } = config.gateway;
+  return {
+    configPath,
+    dataDir: config.data_dir,
+    host: config.gateway.host,
+    port: config.gateway.port,
+    apiPrefix: config.gateway.api_prefix,
+    profile: config.security.profile,
+    configuredTokens: auth.admin_tokens.length + auth.api_tokens.length,
+  };
 }

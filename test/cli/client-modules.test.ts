@@ -11,6 +11,9 @@ import { GATEWAY_MAIN, GATEWAY_NODE_FLAGS, spawnGateway, stopChild, type Child }
 import { loadedSources, MODULE_LOG_FLAGS, serverModulesIn, SERVER_MODULES } from '../process/loaded-modules.js';
 import { cleanEnv, freePort, removeTempDirs, tempDir, writeConfig, type Run } from './helpers.js';
 
+/** The configuration's schema (zod): validating the whole configuration is for `serve` and `doctor`. */
+const CONFIG_SCHEMA = 'src/config/config.schema.ts';
+
 /** Runs `gatehouse <args>` with the module recorder; resolves with how it ended and the sources it loaded. */
 function recorded(args: string[], cwd: string, log: string): Promise<Run & { sources: Set<string> }> {
   return new Promise((resolve, reject) => {
@@ -78,6 +81,16 @@ describe('the client commands load only what they use', () => {
       expect(run.stdout).toMatch(command.expectOut);
       expect(run.sources.has('src/cli/program.ts')).toBe(true); // the recorder saw the command line itself
       expect(serverModulesIn(run.sources)).toEqual([]);
+      // Nor the configuration's schema: the few keys a client reads are read without it.
+      expect([...run.sources].filter((s) => s === CONFIG_SCHEMA || s.startsWith('node_modules/zod/'))).toEqual([]);
     });
   }
+
+  it('a key the client reads that is not valid is reported as serve reports it (the schema is loaded then)', async () => {
+    const bad = writeConfig(dir, { data_dir: join(dir, 'data'), gateway: { port: 'eighty' } }, 'bad.yaml');
+    const run = await recorded(['token', 'show', '--config', bad], dir, join(dir, 'bad.modules'));
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/gateway\.port/);
+    expect(run.sources.has(CONFIG_SCHEMA)).toBe(true);
+  });
 });

@@ -5,7 +5,7 @@ import { adminTokenPath, replaceAdminToken } from '../../security/admin-token.js
 import { fingerprintToken } from '../../security/tokens.js';
 import { CliError, type CliIo } from '../io.js';
 import { withConfigOption } from '../options.js';
-import { localConfig } from '../target.js';
+import { localSettings } from '../target.js';
 
 /** `gatehouse token show|rotate`: the generated admin token of the local data dir. */
 export function registerToken(program: Command, io: CliIo): void {
@@ -15,12 +15,12 @@ export function registerToken(program: Command, io: CliIo): void {
   withConfigOption(
     token.command('show').description("show the admin token's fingerprint and file").option('--json', 'print JSON'),
   ).action(async (options: { config?: string; json?: boolean }) => {
-    const { config } = await localConfig(io, options.config);
-    const path = adminTokenPath(config.data_dir);
-    const configured = config.gateway.auth.admin_tokens.length + config.gateway.auth.api_tokens.length;
+    const settings = await localSettings(io, options.config);
+    const path = adminTokenPath(settings.dataDir);
+    const configured = settings.configuredTokens;
     if (!existsSync(path)) {
       const why =
-        config.security.profile === 'minimal'
+        settings.profile === 'minimal'
           ? 'security.profile is minimal, which uses no tokens'
           : configured > 0
             ? 'tokens are configured in gateway.auth, so none is generated'
@@ -44,14 +44,14 @@ export function registerToken(program: Command, io: CliIo): void {
       .description('replace the generated admin token (a restart of the gateway applies it)')
       .option('--print', 'also print the new token (it is shown once; otherwise read it from the file)'),
   ).action(async (options: { config?: string; print?: boolean }) => {
-    const { config } = await localConfig(io, options.config);
-    if (config.security.profile === 'minimal') {
+    const settings = await localSettings(io, options.config);
+    if (settings.profile === 'minimal') {
       throw new CliError('security.profile is minimal: no admin token is used, so there is nothing to rotate');
     }
-    const path = adminTokenPath(config.data_dir);
+    const path = adminTokenPath(settings.dataDir);
     const fresh = randomBytes(32).toString('base64url');
     const previous = existsSync(path) ? fingerprintToken(readFileSync(path, 'utf8').trim()) : null;
-    replaceAdminToken(config.data_dir, fresh);
+    replaceAdminToken(settings.dataDir, fresh);
     io.out(
       `New admin token ${fingerprintToken(fresh)}${previous ? ` (replaces ${previous})` : ''}, saved to ${path} (mode 0600).\n` +
         'Restart the gateway to apply it: until then the running gateway keeps accepting the old one.\n',
