@@ -48,15 +48,20 @@ export function registerStatus(program: Command, io: CliIo): void {
   ).action(async (options: ClientOptions & { json?: boolean }) => {
     const target = await resolveTarget(io, options);
     // Health answers 503 with the report when unhealthy: read the body whatever the status.
-    const response = await requestApi(target, '/health');
-    const health = await readHealth(response, target.url);
+    const response = requestApi(target, '/health');
+    // Spend and budget are asked for at the same time: three round trips in the time of one.
+    const spendRead = Promise.all([
+      callApi<{ total_usd: number }>(target, '/analytics/cost', { query: { period: 'today' } }),
+      callApi<{ budget?: { daily_usd?: number | null } }>(target, '/config'),
+    ]);
+    spendRead.catch(() => undefined); // its failure is reported below, or moot when health fails first
+    const health = await readHealth(await response, target.url);
     let spend: number | null = null;
     let budget: number | null = null;
     let spendNote = '';
     try {
-      const cost = await callApi<{ total_usd: number }>(target, '/analytics/cost', { query: { period: 'today' } });
+      const [cost, config] = await spendRead;
       spend = cost.total_usd;
-      const config = await callApi<{ budget?: { daily_usd?: number | null } }>(target, '/config');
       budget = config.budget?.daily_usd ?? null;
     } catch (err) {
       spendNote = (err as Error).message;
