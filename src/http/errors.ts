@@ -56,6 +56,26 @@ export class IdempotencyConflictError extends Error {
   }
 }
 
+/**
+ * Seconds a client is told to wait when the store cannot be reached (503): about the store's own connect
+ * timeout (2 s for PostgreSQL), so a retry is not sent before the outage could have been noticed to end.
+ */
+export const STORE_UNAVAILABLE_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The one way a retry hint is written: the `Retry-After` header and `details.retry_after_seconds` (whole
+ * seconds, at least 1), for the REST and webhook answers and the WebSocket's error frames alike.
+ */
+function retryLater(code: ErrorCode, message: string, seconds: number, details: Record<string, unknown>): ApiError {
+  const retryAfter = Math.max(1, Math.ceil(seconds));
+  return new ApiError(
+    code,
+    message,
+    { ...details, retry_after_seconds: retryAfter },
+    { 'retry-after': String(retryAfter) },
+  );
+}
+
 /** Factories, so call sites read as what happened. */
 export const errors = {
   badRequest: (message: string, details?: ErrorDetails) => new ApiError('BAD_REQUEST', message, details),
@@ -67,14 +87,20 @@ export const errors = {
   notFound: (what = 'resource') => new ApiError('NOT_FOUND', `${what} not found`),
   payloadTooLarge: (limit: number) =>
     new ApiError('PAYLOAD_TOO_LARGE', `request body exceeds ${limit} bytes`, { max_bytes: limit }),
-  rateLimited: (retryAfterSeconds: number, details?: ErrorDetails) =>
-    new ApiError('RATE_LIMITED', 'too many requests', details ?? { retry_after_seconds: retryAfterSeconds }, {
-      'retry-after': String(retryAfterSeconds),
-    }),
+  /**
+   * 429 with `Retry-After` and `details.retry_after_seconds` (the same number, so the WebSocket's error frame,
+   * which has no headers, tells it too) beside any other `details`.
+   */
+  rateLimited: (retryAfterSeconds: number, details: Record<string, unknown> = {}) =>
+    retryLater('RATE_LIMITED', 'too many requests', retryAfterSeconds, details),
   internal: () => new ApiError('INTERNAL_ERROR', 'internal error'),
   upstream: (message = 'model provider failed', details?: ErrorDetails) =>
     new ApiError('UPSTREAM_ERROR', message, details),
+  /** 503 with no retry hint (draining: this process takes nothing more); `unavailableFor` when a wait is known. */
   unavailable: (message = 'service unavailable') => new ApiError('UNAVAILABLE', message),
+  /** 503 for a condition expected to pass: `Retry-After` and `details.retry_after_seconds`, as `rateLimited`. */
+  unavailableFor: (retryAfterSeconds: number, message: string, details: Record<string, unknown> = {}) =>
+    retryLater('UNAVAILABLE', message, retryAfterSeconds, details),
   timeout: (message = 'timed out waiting for the result', details?: ErrorDetails) =>
     new ApiError('TIMEOUT', message, details),
 };
@@ -111,7 +137,10 @@ export function classifyError(err: unknown, options: { maxBodyBytes?: number } =
     return { error: new ApiError('CONFLICT', err.message), conflict: true, log: 'none' };
   }
   if (err instanceof StoreUnavailableError) {
-    return { error: errors.unavailable('storage unavailable'), conflict: false, log: 'warn' };
+    const error = errors.unavailableFor(STORE_UNAVAILABLE_RETRY_AFTER_SECONDS, 'storage unavailable', {
+      reason: 'store_unavailable',
+    });
+    return { error, conflict: false, log: 'warn' };
   }
   const framework = (err ?? {}) as { statusCode?: unknown; code?: unknown };
   const status = typeof framework.statusCode === 'number' ? framework.statusCode : 500;

@@ -20,7 +20,7 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   429: 'RATE_LIMITED: wait `Retry-After` seconds',
   500: 'INTERNAL_ERROR: the cause is in the log, never in the answer',
   502: 'UPSTREAM_ERROR: the model provider failed (`details.event_id` names the turn)',
-  503: 'UNAVAILABLE: draining, or storage unavailable',
+  503: 'UNAVAILABLE: overloaded, storage unavailable or draining (`Retry-After` unless draining)',
   504: 'TIMEOUT: the wait ran out; the turn goes on and a retry with the same key gets the late result',
 };
 
@@ -217,14 +217,14 @@ export class OpenApiComponents {
 
   /**
    * An error response: the envelope (or `body`, inline), the conflict's own
-   * body for 409, `Retry-After` on 429. Shared ones are `$ref`s to
+   * body for 409, `Retry-After` on 429 and 503. Shared ones are `$ref`s to
    * `components/responses` (`Error404`, `Error404Limited` with the rate-limit headers).
    */
   errorResponse(status: number, headers: string[], body?: Json): Json {
     const conflict = status === 409 && !body;
     if (conflict) this.conflictUsed = true;
     const schema = body ?? { $ref: `#/components/schemas/${conflict ? 'IdempotencyConflict' : 'Error'}` };
-    const withRetry = status === 429 ? [...headers, 'Retry-After'] : headers;
+    const withRetry = status === 429 || status === 503 ? [...headers, 'Retry-After'] : headers;
     const response = this.response(ERROR_DESCRIPTIONS[status] ?? `HTTP ${status}`, withRetry, [
       { type: JSON_TYPE, schema },
     ]);
@@ -431,7 +431,7 @@ const STREAM_EVENTS = {
  * requests and describe responses, ADR 0016). Each operation declares its
  * success statuses with their bodies (a route without `responses` gets a
  * generic 200), every error status it can answer, `X-Request-Id` on every
- * response, `X-RateLimit-*` on rate-limited ones, `Retry-After` on 429, and
+ * response, `X-RateLimit-*` on rate-limited ones, `Retry-After` on 429 and 503, and
  * `Idempotency-Key` where honoured; `x-permission` and `x-rate-group` too.
  */
 export function buildOpenApi(routes: RouteDef[], options: OpenApiOptions): Json {

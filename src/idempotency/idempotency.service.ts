@@ -18,6 +18,13 @@ import { deriveEventId, scopeId, type IdempotencyScope, type ScopeKind } from '.
 export const IDEMPOTENCY_TTL_MS = 3_600_000;
 /** spec: Limits — persisted unexpired records; at the ceiling new keys get 503 (spec rule 7). */
 export const DEFAULT_CEILING = 100_000;
+/**
+ * Seconds a client is told to wait (`Retry-After`) when the ceiling is reached. Room comes back only as
+ * records expire (an hour after their turn), noticed at the next recount (every minute by default), so a
+ * quick retry would most likely be refused again; 5 s keeps retries rare without making a client that is
+ * let in at the next recount wait a full minute.
+ */
+export const CEILING_RETRY_AFTER_SECONDS = 5;
 /** spec: Limits — the in-memory LRU in front of the store, per kind of scope (DECISIONS §6: 4096 gateway, 2048 webhook). */
 export const DEFAULT_CACHE_SIZES: Readonly<Record<ScopeKind, number>> = { principal: 4096, webhook: 2048 };
 
@@ -124,10 +131,17 @@ export class Idempotency {
     return existing ? this.replay(request, existing) : null;
   }
 
-  /** Throws 503 when the ceiling of unexpired records is reached (spec rule 7: nothing is published). */
+  /**
+   * Throws 503 with `Retry-After: CEILING_RETRY_AFTER_SECONDS` when the ceiling of unexpired records is
+   * reached (spec rule 7: nothing is published).
+   */
   assertRoom(): void {
     const ceiling = this.options.ceiling ?? DEFAULT_CEILING;
-    if (this.count >= ceiling) throw errors.unavailable('idempotency storage is full; retry later');
+    if (this.count >= ceiling) {
+      throw errors.unavailableFor(CEILING_RETRY_AFTER_SECONDS, 'idempotency storage is full; retry later', {
+        reason: 'idempotency_ceiling',
+      });
+    }
   }
 
   /**

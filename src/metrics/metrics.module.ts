@@ -1,3 +1,4 @@
+import { sseCounts } from '../http/sse.js';
 import type { GatewayModule } from '../module.js';
 import type { GatewayMetrics } from './metrics.js';
 import { metricsRoutes } from './metrics.routes.js';
@@ -10,7 +11,10 @@ export interface MetricsSources {
   websocket: { clientCount(): number };
 }
 
-/** The metrics capability: GET /metrics, with the gauges read from the message path and the WebSocket. */
+/**
+ * The metrics capability: GET /metrics, with the gauges read from the message path, the WebSocket and the
+ * HTTP server's SSE streams (known once the server is built: at mount).
+ */
 export function metricsModule(metrics: GatewayMetrics, sources: MetricsSources): GatewayModule {
   const { gauges } = sources.messages;
   metrics.gauge({
@@ -20,5 +24,9 @@ export function metricsModule(metrics: GatewayMetrics, sources: MetricsSources):
     idempotencyRecords: () => gauges.idempotencyRecords(),
     wsClients: () => sources.websocket.clientCount(),
   });
-  return { name: 'metrics', routes: metricsRoutes(metrics) };
+  return {
+    name: 'metrics',
+    routes: metricsRoutes(metrics),
+    mount: (app) => metrics.sseGauge(() => sseCounts(app).open),
+  };
 }

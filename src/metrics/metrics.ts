@@ -142,6 +142,22 @@ export class GatewayMetrics {
   }
 
   /**
+   * Registers `gatehouse_sse_streams` (once): the SSE responses of the API server open now (message and
+   * turn streams, the logs follow, the OpenAI, Responses and A2A streams), read at scrape time. Unlabelled:
+   * the server keeps one count for all of them.
+   */
+  sseGauge(openStreams: () => number): void {
+    new Gauge({
+      name: 'gatehouse_sse_streams',
+      help: 'Open SSE streams',
+      registers: [this.registry],
+      collect() {
+        this.set(openStreams());
+      },
+    });
+  }
+
+  /**
    * Registers the load gauges of `limits.overload` (once), read at scrape time from its last sample: the
    * memory measure and its watermark (none without one), the event loop's delay, and whether the process
    * sheds new work.

@@ -1,6 +1,6 @@
 import type { Config } from '../config/config.schema.js';
 import type { MemoryHealth } from '../health/index.js';
-import { ApiError } from '../http/errors.js';
+import { errors, type ApiError } from '../http/errors.js';
 import type { Logger } from '../lib/logger.js';
 import type { GatewayMetrics } from '../metrics/index.js';
 import type { LoadShedder, QueueLoad } from '../turns/index.js';
@@ -46,8 +46,7 @@ export interface Overload extends Required<LoadShedder> {
 
 /** The 503 UNAVAILABLE of shed work, with `Retry-After` (also in the details, for the WebSocket's error frame). */
 function shedError(reason: ShedReason, message: string, seconds: number, extra: Record<string, unknown> = {}) {
-  const details = { reason, retry_after_seconds: seconds, ...extra };
-  return new ApiError('UNAVAILABLE', message, details, { 'retry-after': String(seconds) });
+  return errors.unavailableFor(seconds, message, { reason, ...extra });
 }
 
 /**

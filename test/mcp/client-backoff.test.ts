@@ -94,6 +94,18 @@ describe('the restart backoff of an MCP server', () => {
     expect(state(c).state).toBe('ready');
   });
 
+  it('an explicit initialize wait (initMs) replaces min(timeout_seconds, maxInitMs)', async () => {
+    const silent = { transport: 'stdio', command: process.execPath, args: [SILENT_FIXTURE], timeout_seconds: 0.3 };
+    const config = testConfig({ mcp: { servers: { silent } } });
+    const c = (clients = openMcpClients({ config, logger, clock, timers, backoff: { initMs: 20_000 } }));
+    await c.start();
+    await until('the initialize deadline', () => timers.delays().includes(20_000));
+    expect(state(c, 'silent').state).toBe('connecting');
+    timers.advance(20_000);
+    await until('failed', () => state(c, 'silent').state === 'failed');
+    expect(state(c, 'silent').last_error).toBe('the server did not answer initialize within 20 s');
+  });
+
   it('close() sends SIGTERM, then SIGKILL after the grace to a child that ignores it', async () => {
     const c = open({
       stubborn: {

@@ -447,7 +447,16 @@ describe('WebSocketConnection: turns', () => {
     send(h, { type: 'message', text: 'one' });
     send(h, { type: 'message', text: 'two', ref: 'x' });
     const frames = await h.socket.frameCount(3);
-    expect(frames[2]).toMatchObject({ type: 'error', ref: 'x', error: { code: 'RATE_LIMITED' } });
+    // As REST's 429 (DECISIONS §3): when to try again, at least 1 s.
+    expect(frames[2]).toEqual({
+      type: 'error',
+      ref: 'x',
+      error: {
+        code: 'RATE_LIMITED',
+        message: 'too many requests',
+        details: { reason: 'too many turns in flight on this connection', limit: 1, retry_after_seconds: 1 },
+      },
+    });
     expect(rateLimit).toHaveBeenCalledWith('tok_aaaaaaaa');
     expect(h.submits).toHaveLength(1);
   });
@@ -614,6 +623,37 @@ describe('WebSocketConnection: bounds and cleanup', () => {
     await vi.waitFor(() => expect(h.socket.paused).toBe(false));
     // Frames are handled in arrival order: the accepted frame precedes the pong.
     expect(h.socket.frames.map((f) => f.type)).toEqual(['auth_ok', 'accepted', 'pong']);
+  });
+
+  it('refuses frames past the hard queue bound with RATE_LIMITED and a retry hint', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const h = open({
+      handshake: { headerToken: 'api' },
+      limits: { maxQueuedFrames: 1 },
+      deps: {
+        submit: async (input) => {
+          await gate;
+          return { eventId: `evt_${input.text}`, sessionKey: input.sessionKey, replay: false, answer: 'result' };
+        },
+      },
+    });
+    await h.socket.frameCount(1);
+    // One frame held in the handler, then the queue fills to 4 × maxQueuedFrames: the next one is refused.
+    for (let i = 0; i < 4; i++) send(h, { type: 'message', text: `m${i}` });
+    send(h, { type: 'ping' });
+    expect(h.socket.frames[1]).toEqual({
+      type: 'error',
+      error: {
+        code: 'RATE_LIMITED',
+        message: 'too many frames queued; slow down',
+        details: { reason: 'too many frames queued on this connection', limit: 4, retry_after_seconds: 1 },
+      },
+    });
+    release();
+    await h.socket.frameOfType('accepted');
   });
 
   it('closing ends every hub, waiter and bus subscription', async () => {

@@ -87,6 +87,11 @@ const TEXT = { binary: false } as const;
 const PACE_BYTES = 64 * 1024;
 /** Inbound frames beyond `maxQueuedFrames` times this are refused outright (reading is paused long before). */
 const HARD_QUEUE_FACTOR = 4;
+/**
+ * `retry_after_seconds` of the per-connection limits (turns in flight, frames queued): their room comes back
+ * when a turn or a frame ends, which no clock foretells, so the client is told the least REST ever says.
+ */
+const CONNECTION_RETRY_AFTER_SECONDS = 1;
 /** Event ids a connection remembers as its own (api tokens may interrupt only those). */
 const MAX_OWNED = 1024;
 
@@ -232,7 +237,13 @@ export class WebSocketConnection implements AuthPort, FeedMember {
     if (this.state === 'closed') return;
     const limit = this.deps.limits.maxQueuedFrames;
     if (this.queued >= limit * HARD_QUEUE_FACTOR) {
-      this.send({ type: 'error', error: { code: 'RATE_LIMITED', message: 'too many frames queued; slow down' } });
+      const { unexpected: _unexpected, ...error } = frameErrorOf(
+        errors.rateLimited(CONNECTION_RETRY_AFTER_SECONDS, {
+          reason: 'too many frames queued on this connection',
+          limit: limit * HARD_QUEUE_FACTOR,
+        }),
+      );
+      this.sendError(undefined, { ...error, message: 'too many frames queued; slow down' });
       return;
     }
     this.enqueue(() => this.handleFrame(text));
@@ -413,7 +424,7 @@ export class WebSocketConnection implements AuthPort, FeedMember {
   private async message(frame: MessageFrame): Promise<void> {
     const { principal, identity } = this.session!;
     if (this.followedTurns >= this.deps.limits.maxTurnsPerConnection) {
-      throw errors.rateLimited(1, {
+      throw errors.rateLimited(CONNECTION_RETRY_AFTER_SECONDS, {
         reason: 'too many turns in flight on this connection',
         limit: this.deps.limits.maxTurnsPerConnection,
       });

@@ -112,6 +112,7 @@ describe('frameErrorOf', () => {
     expect(frameErrorOf(new StoreUnavailableError('down'))).toEqual({
       code: 'UNAVAILABLE',
       message: 'storage unavailable',
+      details: { reason: 'store_unavailable', retry_after_seconds: 2 },
       unexpected: false,
     });
   });

@@ -18,6 +18,12 @@ export interface McpBackoffPolicy {
   stableMs: number;
   /** The initialize answer is awaited at most min(timeout_seconds, this). */
   maxInitMs: number;
+  /**
+   * When set, how long the initialize answer (and the tool listing) is awaited instead of
+   * min(timeout_seconds, maxInitMs): for embedding and tests whose calls must end far sooner than a child
+   * takes to start on a loaded machine.
+   */
+  initMs: number | null;
   /** SIGTERM to SIGKILL. */
   killGraceMs: number;
 }
@@ -27,6 +33,7 @@ export const DEFAULT_MCP_BACKOFF: McpBackoffPolicy = {
   maxMs: 60_000,
   stableMs: 60_000,
   maxInitMs: 30_000,
+  initMs: null,
   killGraceMs: 2_000,
 };
 
@@ -91,9 +98,9 @@ export class McpServerSupervisor {
     return this.deps.name;
   }
 
-  /** Min(timeout_seconds, maxInitMs). */
+  /** Min(timeout_seconds, maxInitMs), unless the policy sets `initMs`. */
   private get initTimeoutMs(): number {
-    return Math.min(this.deps.server.timeout_seconds * 1000, this.deps.policy.maxInitMs);
+    return this.deps.policy.initMs ?? Math.min(this.deps.server.timeout_seconds * 1000, this.deps.policy.maxInitMs);
   }
 
   start(): void {
