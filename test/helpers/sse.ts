@@ -36,3 +36,16 @@ export function parseSse(raw: string): SseEvent[] {
   }
   return events;
 }
+
+/** The complete events of a stream body (a frame cut short at the end is left out, as an EventSource does). */
+export function completeEvents(body: string): SseEvent[] {
+  return parseSse(body.slice(0, body.lastIndexOf('\n\n') + 2));
+}
+
+/** The text of a turn's `delta` events, in order. */
+export function deltaText(events: readonly SseEvent[]): string {
+  return events
+    .filter((e) => e.event === 'delta')
+    .map((e) => (e.data as { content: string }).content)
+    .join('');
+}

@@ -7,22 +7,45 @@
  * Memory is read through an injected probe and sampled by ManualTimers; the
  * queue's waits run on a ManualClock.
  */
+import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { LoadProbes } from '../../src/overload/index.js';
 import { echoReply } from '../helpers/fake-openai.js';
-import { API_TOKEN, apiHeaders, useHarness } from '../helpers/harness.js';
+import { API_TOKEN, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
 import { ManualTimers } from '../helpers/manual-timers.js';
 import { until } from '../helpers/until.js';
 
 const MB = 1024 * 1024;
+/** How often the load probes are sampled (ms). */
+const SAMPLE_MS = 500;
 
-/** A memory probe the test sets, sampled when the test advances the timers. */
-function memoryProbe(): { probes: LoadProbes; timers: ManualTimers; set(mb: number): void } {
+/** A memory probe the test sets; `sample(mb)` sets it and runs the next sample. */
+function memoryProbe(): { probes: LoadProbes; sample(mb: number): void } {
   let bytes = 40 * MB;
   const timers = new ManualTimers();
-  return { probes: { memory: () => bytes, timers, now: () => 0 }, timers, set: (mb) => void (bytes = mb * MB) };
+  return {
+    probes: { memory: () => bytes, timers, now: () => 0 },
+    sample: (mb) => {
+      bytes = mb * MB;
+      timers.advance(SAMPLE_MS);
+    },
+  };
 }
+
+/** POST /api/v1/message from user u1 in chat `chat` (`query`: e.g. `?wait=true`). */
+const send = (h: Harness, chat: string, text = 'hi', headers: Record<string, string> = {}, query?: string) =>
+  h.message({ platform: 'api', user_id: 'u1', chat_id: chat, text }, headers, query);
+
+/** Asserts a shed answer: 503 with Retry-After `seconds`, and the error it carries when `error` is given. */
+function expectShed(res: LightMyRequestResponse, seconds: number, error?: Record<string, unknown>): void {
+  expect(res.statusCode).toBe(503);
+  expect(res.headers['retry-after']).toBe(String(seconds));
+  if (error) expect(res.json().error).toMatchObject(error);
+}
+
+const getHealth = (h: Harness) => h.inject({ method: 'GET', url: '/api/v1/health' });
+const getMetrics = (h: Harness) => h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
 
 /** Sends one message frame on an authenticated WebSocket and answers the first frame about it. */
 async function wsMessage(wsUrl: string, text: string): Promise<Record<string, unknown>> {
@@ -71,8 +94,8 @@ describe('overload: the memory watermark', () => {
       });
 
     // Under the watermark: work is taken.
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' })).statusCode).toBe(202);
-    let health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    expect((await send(h, 'c1')).statusCode).toBe(202);
+    let health = await getHealth(h);
     expect(health.json().components.memory).toEqual({
       status: 'ok',
       measure: 'rss',
@@ -82,22 +105,13 @@ describe('overload: the memory watermark', () => {
     });
 
     // Above it, from the next sample on.
-    memory.set(150);
-    memory.timers.advance(500);
+    memory.sample(150);
 
-    const waited = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c2', text: 'hi' }, {}, '?wait=true');
-    expect(waited.statusCode).toBe(503);
-    expect(waited.headers['retry-after']).toBe('2');
-    expect(waited.json().error).toMatchObject({
+    expectShed(await send(h, 'c2', 'hi', {}, '?wait=true'), 2, {
       code: 'UNAVAILABLE',
       details: { reason: 'memory', retry_after_seconds: 2 },
     });
-    const keyed = await h.message(
-      { platform: 'api', user_id: 'u1', chat_id: 'c3', text: 'hi' },
-      { 'idempotency-key': 'k-memory-1' },
-    );
-    expect(keyed.statusCode).toBe(503);
-    expect(keyed.headers['retry-after']).toBe('2');
+    expectShed(await send(h, 'c3', 'hi', { 'idempotency-key': 'k-memory-1' }), 2);
 
     const hook = await postWebhook('hello');
     expect(hook.status).toBe(503);
@@ -112,11 +126,11 @@ describe('overload: the memory watermark', () => {
     });
 
     // Reads still answer: health (degraded, not unhealthy) and metrics.
-    health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    health = await getHealth(h);
     expect(health.statusCode).toBe(200);
     expect(health.json().status).toBe('degraded');
     expect(health.json().components.memory).toMatchObject({ status: 'degraded', value_mb: 150, shedding: true });
-    const metrics = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    const metrics = await getMetrics(h);
     expect(metrics.statusCode).toBe(200);
     expect(metrics.body).toContain(`gatehouse_memory_bytes{measure="rss"} ${150 * MB}`);
     expect(metrics.body).toContain(`gatehouse_memory_watermark_bytes{measure="rss"} ${100 * MB}`);
@@ -124,13 +138,12 @@ describe('overload: the memory watermark', () => {
     expect(metrics.body).toMatch(/gatehouse_shed_total\{reason="memory"\} 4\b/);
 
     // The sample drops: work is taken again at once.
-    memory.set(60);
-    memory.timers.advance(500);
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c2', text: 'hi' })).statusCode).toBe(202);
+    memory.sample(60);
+    expect((await send(h, 'c2')).statusCode).toBe(202);
     expect((await postWebhook('again')).status).toBe(202);
-    health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    health = await getHealth(h);
     expect(health.json().components.memory).toMatchObject({ status: 'ok', shedding: false });
-    const after = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    const after = await getMetrics(h);
     expect(after.body).toContain('gatehouse_shedding 0');
   });
 });
@@ -143,10 +156,9 @@ describe('overload: the heap measure and no watermark', () => {
   });
 
   it('never sheds for memory without a watermark, and reports the heap', async () => {
-    memory.set(10_000);
-    memory.timers.advance(500);
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' })).statusCode).toBe(202);
-    const health = await h.inject({ method: 'GET', url: '/api/v1/health' });
+    memory.sample(10_000);
+    expect((await send(h, 'c1')).statusCode).toBe(202);
+    const health = await getHealth(h);
     expect(health.json().components.memory).toEqual({
       status: 'ok',
       measure: 'heap',
@@ -154,7 +166,7 @@ describe('overload: the heap measure and no watermark', () => {
       watermark_mb: null,
       shedding: false,
     });
-    const metrics = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    const metrics = await getMetrics(h);
     expect(metrics.body).toContain(`gatehouse_memory_bytes{measure="heap"} ${10_000 * MB}`);
     expect(metrics.body).not.toContain('gatehouse_memory_watermark_bytes{');
   });
@@ -167,26 +179,25 @@ describe('overload: the event loop delay', () => {
     config: { limits: { overload: { max_event_loop_delay_ms: 200 } } },
     limits: { overload: { memory: () => 40 * MB, timers, now: () => nowMs } },
   });
+  /** Runs the next sample as though the clock read `at` ms when it ran. */
+  const sampleAt = (at: number): void => {
+    nowMs = at;
+    timers.advance(SAMPLE_MS);
+  };
 
   it('refuses writes once two samples in a row ran late, reads pass, and recovers at the next sample on time', async () => {
     // The sample due at 500 ms runs at 900 ms: 400 ms late. One stall alone sheds nothing.
-    nowMs = 900;
-    timers.advance(500);
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c0', text: 'hi' })).statusCode).toBe(202);
+    sampleAt(900);
+    expect((await send(h, 'c0')).statusCode).toBe(202);
     // The next, due at 1400 ms, runs at 1700 ms: late again.
-    nowMs = 1700;
-    timers.advance(500);
-    const refused = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' });
-    expect(refused.statusCode).toBe(503);
-    expect(refused.headers['retry-after']).toBe('1');
-    expect(refused.json().error.details).toMatchObject({ reason: 'event_loop', retry_after_seconds: 1 });
-    expect((await h.inject({ method: 'GET', url: '/api/v1/health' })).statusCode).toBe(200);
+    sampleAt(1700);
+    expectShed(await send(h, 'c1'), 1, { details: { reason: 'event_loop', retry_after_seconds: 1 } });
+    expect((await getHealth(h)).statusCode).toBe(200);
     expect((await h.inject({ method: 'GET', url: '/api/v1/sessions', headers: apiHeaders })).statusCode).toBe(200);
 
     // The next sample (due at 2200 ms) is on time.
-    nowMs = 2200;
-    timers.advance(500);
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'c1', text: 'hi' })).statusCode).toBe(202);
+    sampleAt(2200);
+    expect((await send(h, 'c1')).statusCode).toBe(202);
   });
 });
 
@@ -204,32 +215,23 @@ describe('overload: the turn queue', () => {
     h.fake.always(echoReply);
 
     // One turn runs (the only slot); a second, of another session, waits for the slot.
-    expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: 'a', text: 'one' })).statusCode).toBe(202);
-    const second = await h.message(
-      { platform: 'api', user_id: 'u1', chat_id: 'b', text: 'two' },
-      { 'idempotency-key': 'k-queue-2' },
-    );
+    expect((await send(h, 'a', 'one')).statusCode).toBe(202);
+    const second = await send(h, 'b', 'two', { 'idempotency-key': 'k-queue-2' });
     expect(second.statusCode).toBe(202);
     // A queue no deeper than 8 sessions is always taken, however long it has waited.
     h.clock.advance(150);
     for (const chat of ['c', 'e', 'f', 'g', 'h', 'i', 'j']) {
-      expect((await h.message({ platform: 'api', user_id: 'u1', chat_id: chat, text: 'more' })).statusCode).toBe(202);
+      expect((await send(h, chat, 'more')).statusCode).toBe(202);
     }
 
     // Now 8 wait, and the turn first in line has waited longer than the budget (100 ms before any turn has ended).
-    const refused = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'd', text: 'four' }, {}, '?wait=true');
-    expect(refused.statusCode).toBe(503);
-    expect(refused.headers['retry-after']).toBe('1');
-    expect(refused.json().error).toMatchObject({
+    expectShed(await send(h, 'd', 'four', {}, '?wait=true'), 1, {
       code: 'UNAVAILABLE',
       details: { reason: 'queue_wait', retry_after_seconds: 1, max_wait_ms: 100 },
     });
 
     // A retry of an accepted message is answered from its original, not refused.
-    const retry = await h.message(
-      { platform: 'api', user_id: 'u1', chat_id: 'b', text: 'two' },
-      { 'idempotency-key': 'k-queue-2' },
-    );
+    const retry = await send(h, 'b', 'two', { 'idempotency-key': 'k-queue-2' });
     expect(retry.statusCode).toBe(202);
     expect(retry.json().event_id).toBe(second.json().event_id);
 
@@ -237,9 +239,9 @@ describe('overload: the turn queue', () => {
     release();
     const { gauges } = h.internals.messages;
     await until('the queue drained', () => gauges.queued() === 0 && gauges.running() === 0);
-    const taken = await h.message({ platform: 'api', user_id: 'u1', chat_id: 'd', text: 'four' });
+    const taken = await send(h, 'd', 'four');
     expect(taken.json()).toMatchObject({ status: 'accepted' });
-    const metrics = await h.inject({ method: 'GET', url: '/metrics', headers: apiHeaders });
+    const metrics = await getMetrics(h);
     expect(metrics.body).toMatch(/gatehouse_shed_total\{reason="queue_wait"\} 1\b/);
   });
 });

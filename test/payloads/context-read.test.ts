@@ -11,33 +11,24 @@ import type { Database } from '../../src/store/index.js';
 import { history, HISTORY_MAX_BYTES } from '../../src/sessions/sessions.repo.js';
 import { recordClaimedMessage } from '../../src/turns/turn-path.pg.js';
 import { describeBackends, type TestStore } from '../helpers/stores.js';
+import { insertMessages } from './fixtures.js';
 
 const NOW = '2026-11-27T10:00:00.000Z';
 const COUNT = 100_000;
 const budget: ContextBudget = { maxTokens: 2_000, maxMessageTokens: 500, maxMessages: 100 };
 
-/** 100,000 messages in batches; every 1,000th is 100 KB; ids sort by position. */
+/** 100,000 messages; every 1,000th is 100 KB; ids sort by position. */
 async function fill(db: Kysely<Database>): Promise<void> {
   await ensureSession(db, { key: 's', channel: 'api', now: NOW });
-  const giant = 'g'.repeat(100_000);
-  for (let start = 0; start < COUNT; start += 1_000) {
-    const rows = [];
-    for (let i = start; i < start + 1_000; i++) {
-      rows.push({
-        id: `msg_${String(i).padStart(8, '0')}`,
-        session_key: 's',
-        context_epoch: 0,
-        role: i % 2 === 0 ? 'user' : 'assistant',
-        content: i % 1_000 === 999 ? giant : `message ${i}`,
-        tool_calls: null,
-        tool_call_id: null,
-        name: null,
-        event_id: null,
-        created_at: NOW,
-      });
-    }
-    await db.insertInto('messages').values(rows).execute();
-  }
+  await insertMessages(db, {
+    sessionKey: 's',
+    contextEpoch: 0,
+    count: COUNT,
+    idPrefix: 'msg_',
+    giantEvery: 1_000,
+    giantBytes: 100_000,
+    createdAt: NOW,
+  });
 }
 
 /** Tuples of `messages` this transaction has read so far (PostgreSQL). */

@@ -4,8 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { adminHeaders, useHarness } from '../helpers/harness.js';
-
-const MiB = 1024 * 1024;
+import { MiB, withMemoryPeaks } from './fixtures.js';
 
 /** About `bytes` of prose in paragraphs (ASCII: a byte a character). */
 function prose(bytes: number, seed: number): string {
@@ -32,25 +31,16 @@ describe('a 10 MB knowledge upload', () => {
       h.inject({ method: 'POST', url: '/api/v1/knowledge', headers: adminHeaders, payload: payload as object });
 
     global.gc?.();
-    const base = process.memoryUsage().heapUsed;
-    let peak = base;
-    const sampler = setInterval(() => {
-      peak = Math.max(peak, process.memoryUsage().heapUsed);
-    }, 5);
-    let answers;
-    try {
-      answers = await Promise.all(
-        [0, 1, 2, 3].map((i) => post({ title: `Doc ${i}`, content: prose(10_000_000, i), source: 'bulk' })),
-      );
-    } finally {
-      clearInterval(sampler);
-    }
+    const base = process.memoryUsage();
+    const { result: answers, peaks } = await withMemoryPeaks(base, () =>
+      Promise.all([0, 1, 2, 3].map((i) => post({ title: `Doc ${i}`, content: prose(10_000_000, i), source: 'bulk' }))),
+    );
     for (const res of answers) {
       expect(res.statusCode, res.body.slice(0, 200)).toBe(201);
       expect(res.json<{ size_bytes: number; chunk_count: number }>()).toMatchObject({ size_bytes: 10_000_000 });
     }
     console.info(
-      `[payloads] four 10 MB knowledge uploads at once: heap ${Math.round(base / MiB)} → peak ${Math.round(peak / MiB)} MB`,
+      `[payloads] four 10 MB knowledge uploads at once: heap ${Math.round(base.heapUsed / MiB)} → peak ${Math.round(peaks.heapUsed / MiB)} MB`,
     );
 
     const over = await post({ title: 'Big', content: 'x'.repeat(10 * MiB + 1), source: 'bulk' });

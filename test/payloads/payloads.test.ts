@@ -9,8 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { chatRequests, contentText, type FakeChatBody, type FakeReply } from '../helpers/fake-openai.js';
 import { apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
 import { msg, recordingTool } from '../routes/builders.js';
-
-const MiB = 1024 * 1024;
+import { insertMessages, MiB, withMemoryPeaks } from './fixtures.js';
 
 /** A full garbage collection (the flag set at run time; a fresh context picks up `gc`). */
 function fullGc(): void {
@@ -103,7 +102,7 @@ describe('a session with 100,000 stored messages', () => {
     autoOpen: false,
   });
 
-  /** Inserts `count` messages into the session's current epoch in batches, some of them giant. */
+  /** Inserts `count` messages into the session's current epoch, every 10,000th of them giant. */
   const fill = async (h: Harness, sessionKey: string, count: number) => {
     const db = h.internals.store.db;
     const session = await db
@@ -111,25 +110,15 @@ describe('a session with 100,000 stored messages', () => {
       .select('context_epoch')
       .where('key', '=', sessionKey)
       .executeTakeFirstOrThrow();
-    const giant = 'g'.repeat(200_000);
-    for (let start = 0; start < count; start += 500) {
-      const rows = [];
-      for (let i = start; i < Math.min(count, start + 500); i++) {
-        rows.push({
-          id: `msg_0000${String(i).padStart(8, '0')}`, // older than every id the gateway makes
-          session_key: sessionKey,
-          context_epoch: session.context_epoch,
-          role: i % 2 === 0 ? 'user' : 'assistant',
-          content: i % 10_000 === 9_999 ? giant : `message ${i}`,
-          tool_calls: null,
-          tool_call_id: null,
-          name: null,
-          event_id: null,
-          created_at: '2026-11-01T00:00:00.000Z',
-        });
-      }
-      await db.insertInto('messages').values(rows).execute();
-    }
+    await insertMessages(db, {
+      sessionKey,
+      contextEpoch: session.context_epoch,
+      count,
+      idPrefix: 'msg_0000', // older than every id the gateway makes
+      giantEvery: 10_000,
+      giantBytes: 200_000,
+      createdAt: '2026-11-01T00:00:00.000Z',
+    });
   };
 
   it("sends the model only the budget's worth, newest first, the turn's own message last", async () => {
@@ -216,19 +205,9 @@ describe('100 turns at once, each with a 1 MB tool result', () => {
     });
     fullGc();
     const base = process.memoryUsage();
-    let peakHeap = base.heapUsed;
-    let peakRss = base.rss;
-    const sampler = setInterval(() => {
-      const now = process.memoryUsage();
-      peakHeap = Math.max(peakHeap, now.heapUsed);
-      peakRss = Math.max(peakRss, now.rss);
-    }, 5);
-    let results: Waited[];
-    try {
-      results = await Promise.all(Array.from({ length: 100 }, (_, i) => ask(h, `go ${i}`, `chat${i}`)));
-    } finally {
-      clearInterval(sampler);
-    }
+    const { result: results, peaks } = await withMemoryPeaks(base, () =>
+      Promise.all(Array.from({ length: 100 }, (_, i) => ask(h, `go ${i}`, `chat${i}`))),
+    );
     expect(results.map((r) => r.status)).toEqual(Array(100).fill('completed'));
     const cap = h.config.limits.payloads.max_tool_result_bytes;
     const db = h.internals.store.db;
@@ -246,15 +225,15 @@ describe('100 turns at once, each with a 1 MB tool result', () => {
     const figures = {
       heap_retained_mb: Math.round(retained / MiB),
       heap_base_mb: Math.round(base.heapUsed / MiB),
-      heap_peak_mb: Math.round(peakHeap / MiB),
+      heap_peak_mb: Math.round(peaks.heapUsed / MiB),
       rss_base_mb: Math.round(base.rss / MiB),
-      rss_peak_mb: Math.round(peakRss / MiB),
+      rss_peak_mb: Math.round(peaks.rss / MiB),
     };
     console.info(`[payloads] 100 concurrent 1 MB tool results: ${JSON.stringify(figures)}`);
     // While they run, each tool's own 1 MB result is in memory (and, in this process, the fake provider's and the
     // client's copies of every request and answer): the peak is a figure. What stays once they are done —
     // context windows, idempotency records, anything holding a result — holds the capped 256 KB, not 1 MB.
-    expect(peakHeap - base.heapUsed).toBeLessThan(600 * MiB);
+    expect(peaks.heapUsed - base.heapUsed).toBeLessThan(600 * MiB);
     expect(retained).toBeLessThan(100 * MiB);
   }, 180_000);
 });

@@ -6,24 +6,19 @@
  * where a stream must stay open.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { createLogPipeline, type LogEntry, type LogPipeline } from '../../src/logs/index.js';
+import type { LogEntry, LogPipeline } from '../../src/logs/index.js';
 import type { TurnStatus } from '../../src/turns/index.js';
 import { resumedPastEnd } from '../../src/turns/turn-stream.js';
 import { useCleanups } from '../helpers/cleanups.js';
 import { deferred } from '../helpers/deferred.js';
 import { echoReply } from '../helpers/fake-openai.js';
 import { adminHeaders, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
+import { quietLogPipeline } from '../helpers/log-pipeline.js';
 import { openSse, type SseClient } from '../helpers/sse-client.js';
-import { parseSse, type SseEvent } from '../helpers/sse.js';
+import { deltaText, parseSse, type SseEvent } from '../helpers/sse.js';
 import { recordingTool } from './builders.js';
 
 const enc = encodeURIComponent;
-
-const deltaText = (events: SseEvent[]): string =>
-  events
-    .filter((e) => e.event === 'delta')
-    .map((e) => (e.data as { content: string }).content)
-    .join('');
 
 describe('SSE streams', () => {
   const rig = useHarness({ fake: { always: echoReply }, autoOpen: false });
@@ -190,13 +185,7 @@ describe('GET /logs?follow=true: ids and Last-Event-ID', () => {
   const rig = useHarness({
     scope: 'all',
     config: { logs: { level: 'debug', buffer_entries: CAPACITY } },
-    logs: (config) =>
-      (pipeline = createLogPipeline({
-        dataDir: config.data_dir,
-        level: config.logs.level,
-        bufferEntries: config.logs.buffer_entries,
-        stdout: { write: () => undefined },
-      })),
+    logs: (config) => (pipeline = quietLogPipeline(config)),
   });
   const cleanup = useCleanups();
   const log = (source: string, message: string): void => pipeline.logger.child({ source }).info(message);

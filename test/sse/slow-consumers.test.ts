@@ -14,25 +14,26 @@
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { sseCounts } from '../../src/http/sse.js';
-import { createLogPipeline, type LogEntry, type LogPipeline } from '../../src/logs/index.js';
+import type { LogEntry, LogPipeline } from '../../src/logs/index.js';
 import { useCleanups } from '../helpers/cleanups.js';
 import { deferred } from '../helpers/deferred.js';
 import { adminHeaders, API_TOKEN, apiHeaders, useHarness, type Harness } from '../helpers/harness.js';
-import type { SseEvent } from '../helpers/sse.js';
+import { quietLogPipeline } from '../helpers/log-pipeline.js';
+import { openSse, type SocketTarget } from '../helpers/sse-client.js';
+import { completeEvents, deltaText } from '../helpers/sse.js';
 import { msg, recordingTool } from '../routes/builders.js';
-import { completeEvents, readingClient, stalledClient, type StalledClient, type Target } from './stalled-client.js';
+import { stalledClient, type StalledClient } from './stalled-client.js';
 
 /** The bound under test: small, so the stalled clients pass it soon after their kernel buffers fill. */
 const MAX_BUFFERED = 64 * 1024;
 /** Model calls the long reply is streamed in, 40 000 characters each. */
 const PIECES = 10;
 const STALLED = 200;
-
-const deltaText = (events: SseEvent[]): string =>
-  events
-    .filter((e) => e.event === 'delta')
-    .map((e) => (e.data as { content: string }).content)
-    .join('');
+/**
+ * How long a reader waits for what it expects: a long stream on a loaded machine is slow, so only the test's
+ * own timeout bounds it.
+ */
+const READ_WAIT = Infinity;
 
 /** Text of `n` characters in pieces that tell where they are (so a duplicated or lost delta shows). */
 const longText = (tag: string, n: number): string => {
@@ -41,7 +42,7 @@ const longText = (tag: string, n: number): string => {
   return out.slice(0, n);
 };
 
-async function listenUnix(h: Harness): Promise<Target> {
+async function listenUnix(h: Harness): Promise<SocketTarget> {
   const path = join(h.config.data_dir, 'gw.sock');
   await h.gateway.app.listen({ path });
   return { path };
@@ -63,7 +64,7 @@ function holdingTool(name: string) {
 async function stalledClients(
   cleanup: (cleanup: () => unknown) => void,
   n: number,
-  target: Target,
+  target: SocketTarget,
   path: string,
   headers: Record<string, string>,
 ): Promise<StalledClient[]> {
@@ -115,7 +116,7 @@ describe('SSE: turn followers that never read', () => {
 
     const path = `/api/v1/turns/${eventId}/events`;
     const messages = h.internals.messages;
-    const reader = await readingClient(target, path, apiHeaders);
+    const reader = await openSse(target, path, { headers: apiHeaders });
     cleanup(() => reader.close());
     expect(reader.status).toBe(200);
     // What one follower holds in the turn's event hub (its subscription and its watch of the ledger).
@@ -130,6 +131,7 @@ describe('SSE: turn followers that never read', () => {
     await secondEntered.promise;
     await reader.until(
       (e) => e.some((x) => x.event === 'tool_call' && (x.data as { name: string }).name === 'hold_two'),
+      READ_WAIT,
       'the second tool call',
     );
     expect(deltaText(reader.events())).toBe(long1);
@@ -158,11 +160,11 @@ describe('SSE: turn followers that never read', () => {
     const lastId = seen.at(-1)!.id!;
 
     // It resumes after the last event it got whole, and the turn goes on to its end.
-    const resumed = await readingClient(target, path, { ...apiHeaders, 'last-event-id': lastId });
+    const resumed = await openSse(target, path, { headers: { ...apiHeaders, 'last-event-id': lastId } });
     cleanup(() => resumed.close());
     expect(resumed.status).toBe(200);
     second.resolve();
-    await resumed.until((e) => e.at(-1)?.event === 'done', 'the end of the turn');
+    await resumed.until((e) => e.at(-1)?.event === 'done', READ_WAIT, 'the end of the turn');
     await resumed.ended;
     const rest = resumed.events();
     const ids = [...seen, ...rest].map((e) => Number(e.id));
@@ -170,7 +172,7 @@ describe('SSE: turn followers that never read', () => {
     expect(seenText + deltaText(rest)).toBe(long1 + long2);
     expect(rest.at(-1)!.data).toMatchObject({ status: 'completed' });
 
-    await reader.until((e) => e.at(-1)?.event === 'done', 'the reader to see the end');
+    await reader.until((e) => e.at(-1)?.event === 'done', READ_WAIT, 'the reader to see the end');
     expect(reader.events().map((e) => Number(e.id))).toEqual(ids);
     await vi.waitFor(() => expect(sseCounts(h.gateway.app).open).toBe(0));
     expect(messages.listenerCount()).toBe(0);
@@ -186,9 +188,9 @@ describe('SSE: turn followers that never read', () => {
     const target = await listenUnix(h);
 
     // A megabyte of stored events is far past the bound; written all at once, the reader would be cut.
-    const reader = await readingClient(target, `/api/v1/turns/${eventId}/events`, apiHeaders);
+    const reader = await openSse(target, `/api/v1/turns/${eventId}/events`, { headers: apiHeaders });
     cleanup(() => reader.close());
-    const events = await reader.until((e) => e.at(-1)?.event === 'done', 'the whole turn');
+    const events = await reader.until((e) => e.at(-1)?.event === 'done', READ_WAIT, 'the whole turn');
     expect(deltaText(events)).toBe(text);
     expect(events.map((e) => Number(e.id))).toEqual(Array.from({ length: events.length }, (_, i) => i + 1));
     expect(sseCounts(h.gateway.app).endedSlow).toBe(0);
@@ -230,13 +232,7 @@ describe('SSE: logs followers that never read', () => {
       logs: { level: 'debug', buffer_entries: 20_000 },
       limits: { streams: { max_buffered_bytes: MAX_BUFFERED } },
     },
-    logs: (config) =>
-      (pipeline = createLogPipeline({
-        dataDir: config.data_dir,
-        level: config.logs.level,
-        bufferEntries: config.logs.buffer_entries,
-        stdout: { write: () => undefined },
-      })),
+    logs: (config) => (pipeline = quietLogPipeline(config)),
   });
   const cleanup = useCleanups();
 
@@ -245,7 +241,7 @@ describe('SSE: logs followers that never read', () => {
     const target = await listenUnix(h);
     const path = '/api/v1/logs?follow=true&source=flood';
     const listeners = pipeline.buffer.stats().listeners;
-    const reader = await readingClient(target, path, adminHeaders);
+    const reader = await openSse(target, path, { headers: adminHeaders });
     cleanup(() => reader.close());
     expect(reader.status).toBe(200);
     const stalled = await stalledClients(cleanup, 10, target, path, adminHeaders);
@@ -272,9 +268,9 @@ describe('SSE: logs followers that never read', () => {
     const seen = completeEvents(body);
     expect(seen.length).toBeGreaterThan(0);
     expect(seen.length).toBeLessThan(total);
-    const resumed = await readingClient(target, path, { ...adminHeaders, 'last-event-id': seen.at(-1)!.id! });
+    const resumed = await openSse(target, path, { headers: { ...adminHeaders, 'last-event-id': seen.at(-1)!.id! } });
     cleanup(() => resumed.close());
-    const rest = await resumed.until((e) => seen.length + e.length === total, 'the rest of the flood');
+    const rest = await resumed.until((e) => seen.length + e.length === total, READ_WAIT, 'the rest of the flood');
     const lines = [...seen, ...rest].map((e) => (e.data as LogEntry).message.split(' ')[0]);
     expect(lines).toEqual(Array.from({ length: total }, (_, i) => `line-${i}`));
   });

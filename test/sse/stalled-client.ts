@@ -1,15 +1,12 @@
 /**
- * SSE clients over raw sockets for the slow-consumer tests: one that sends
+ * An SSE client over a raw socket for the slow-consumer tests: one that sends
  * its request and then never reads (its socket paused from the start, so
  * what the server writes piles up in the kernel and then in the server's own
- * buffer), and the means to read, afterwards, what it was sent.
+ * buffer), and the means to read, afterwards, what it was sent. Readers that
+ * do read are `openSse` clients (test/helpers/sse-client.ts).
  */
 import { connect, type Socket } from 'node:net';
-import { request } from 'node:http';
-import { parseSse, type SseEvent } from '../helpers/sse.js';
-
-/** Where the gateway listens: a Unix socket path, or a TCP port on 127.0.0.1. */
-export type Target = { path: string } | { port: number };
+import type { SocketTarget } from '../helpers/sse-client.js';
 
 /** A client that sent its request and reads nothing. */
 export interface StalledClient {
@@ -27,7 +24,7 @@ export interface StalledClient {
 
 /** Sends `GET path` (or `POST` with a JSON `body`) with `headers` over a fresh socket and never reads the answer. */
 export function stalledClient(
-  target: Target,
+  target: SocketTarget,
   path: string,
   headers: Record<string, string>,
   body?: unknown,
@@ -85,89 +82,4 @@ function splitResponse(raw: string): { statusLine: string; head: string; body: s
     at = lineEnd + 2 + size + 2;
   }
   return { statusLine, head, body: pieces.join('') };
-}
-
-/** The complete events of a stream body (a frame cut short at the end is left out, as an EventSource does). */
-export function completeEvents(body: string): SseEvent[] {
-  return parseSse(body.slice(0, body.lastIndexOf('\n\n') + 2));
-}
-
-/** A reading SSE client on `target`: collects the body until the server ends it or `close()`. */
-export interface ReadingClient {
-  status: number;
-  readonly body: string;
-  events(): SseEvent[];
-  /** Resolves once `done(events)` holds (checked on every chunk), or rejects when the stream ends first. */
-  until(done: (events: SseEvent[]) => boolean, what: string): Promise<SseEvent[]>;
-  readonly ended: Promise<void>;
-  close(): void;
-}
-
-/** Opens `GET path` on `target` and reads it as it arrives. */
-export function readingClient(target: Target, path: string, headers: Record<string, string>): Promise<ReadingClient> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        ...('path' in target ? { socketPath: target.path } : { host: '127.0.0.1', port: target.port }),
-        path,
-        agent: false,
-        headers: { accept: 'text/event-stream', host: 'localhost', ...headers },
-      },
-      (res) => {
-        // Parsed as it comes: only the unparsed tail is searched, so a long stream costs linear time.
-        const chunks: string[] = [];
-        let tail = '';
-        const parsed: SseEvent[] = [];
-        let isEnded = false;
-        const checks = new Set<() => void>();
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => {
-          chunks.push(chunk);
-          tail += chunk;
-          const end = tail.lastIndexOf('\n\n') + 2;
-          if (end > 1) {
-            for (const event of parseSse(tail.slice(0, end))) parsed.push(event);
-            tail = tail.slice(end);
-          }
-          for (const check of [...checks]) check();
-        });
-        const ended = new Promise<void>((done) => {
-          const finish = (): void => {
-            isEnded = true;
-            for (const check of [...checks]) check();
-            done();
-          };
-          res.once('end', finish);
-          res.once('close', finish);
-        });
-        const client: ReadingClient = {
-          status: res.statusCode ?? 0,
-          get body() {
-            return chunks.join('');
-          },
-          events: () => parsed,
-          until: (done, what) =>
-            new Promise((resolveUntil, rejectUntil) => {
-              const check = (): void => {
-                const events = client.events();
-                if (done(events)) {
-                  checks.delete(check);
-                  resolveUntil(events);
-                } else if (isEnded) {
-                  checks.delete(check);
-                  rejectUntil(new Error(`the stream ended before ${what}: ${chunks.join('').slice(-500)}`));
-                }
-              };
-              checks.add(check);
-              check();
-            }),
-          ended,
-          close: () => res.destroy(),
-        };
-        resolve(client);
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
 }
