@@ -1,7 +1,16 @@
 // Builds dist/ with tsc (and the bundle, below) when any source file is newer than the last build, so
 // `npm start` and `npm test` work on a fresh clone and stay fast on a built tree.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { cpSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -9,6 +18,39 @@ import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const stamp = join(root, 'dist', '.build-stamp');
+
+// One build at a time: test files run in parallel workers and each makes sure dist/ is current, so a second run
+// waits for the first (and then finds little or nothing left to do) rather than writing the same files at once.
+// The lock is a directory holding the builder's pid; a lock whose process is gone is taken over.
+const lockDir = join(root, 'dist', '.build-lock');
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+};
+mkdirSync(join(root, 'dist'), { recursive: true });
+for (const deadline = Date.now() + 15 * 60_000; ; ) {
+  try {
+    mkdirSync(lockDir);
+    writeFileSync(join(lockDir, 'pid'), String(process.pid));
+    break;
+  } catch (err) {
+    if (err.code !== 'EEXIST') throw err;
+    let holder = NaN;
+    try {
+      holder = Number(readFileSync(join(lockDir, 'pid'), 'utf8'));
+    } catch {
+      // Just made, its pid not yet written: wait for it like any holder.
+    }
+    if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(lockDir, { recursive: true, force: true });
+    else if (Date.now() > deadline) throw new Error(`gatehouse: ${lockDir} held for 15 minutes by pid ${holder}`);
+    else await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+process.on('exit', () => rmSync(lockDir, { recursive: true, force: true }));
 
 function newestMtime(dir) {
   let newest = 0;
