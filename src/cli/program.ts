@@ -12,6 +12,7 @@ import { registerStatus } from './commands/status.js';
 import { registerSubscriptions } from './commands/subscriptions.js';
 import { registerToken } from './commands/token.js';
 import { registerWhoami } from './commands/whoami.js';
+import { didYouMean } from '../lib/did-you-mean.js';
 import { CliError, EXIT, type CliIo } from './io.js';
 import { registerServe } from './serve.js';
 
@@ -74,7 +75,11 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<CliOut
       !program.commands.some((c) => c.name() === first)
     ) {
       // Without this, a mistyped command would reach the default command (serve) as an argument.
-      program.error(`error: unknown command '${first}'`, { exitCode: EXIT.usage });
+      const names = program.commands.flatMap((c) => [c.name(), ...c.aliases()]);
+      const near = didYouMean(first, names);
+      program.error(`error: unknown command '${first}'${near ? ` (did you mean '${near}'?)` : ''}`, {
+        exitCode: EXIT.usage,
+      });
     }
     await program.parseAsync([...argv], { from: 'user' });
     return serving ? 'serving' : EXIT.ok;

@@ -108,14 +108,29 @@ export async function resolveTarget(io: CliIo, options: ClientOptions): Promise<
   }
   if (options.token) return { url, apiPrefix, token: options.token, tokenSource: '--token' };
   if (io.env.GATEHOUSE_TOKEN) return { url, apiPrefix, token: io.env.GATEHOUSE_TOKEN, tokenSource: 'GATEHOUSE_TOKEN' };
-  if (!explicitUrl) {
-    const path = adminTokenPath((await local()).dataDir);
-    if (existsSync(path)) {
+  // The generated admin token belongs to the local gateway: it is sent to the local configuration's address, or
+  // to a --url on this machine (loopback), which is the same gateway reached another way; never elsewhere.
+  if (!explicitUrl || isLoopbackUrl(url)) {
+    let dataDir: string | null = null;
+    try {
+      dataDir = (await local()).dataDir;
+    } catch (err) {
+      // With --url, a local configuration that can't be read only means no local token.
+      if (!explicitUrl) throw err;
+    }
+    const path = dataDir === null ? null : adminTokenPath(dataDir);
+    if (path && existsSync(path)) {
       const token = readFileSync(path, 'utf8').trim();
       if (token) return { url, apiPrefix, token, tokenSource: path };
     }
   }
   return { url, apiPrefix, token: null, tokenSource: null };
+}
+
+/** Whether `url` (an origin) is on this machine: localhost, 127.0.0.0/8 or ::1. */
+function isLoopbackUrl(url: string): boolean {
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** The error envelope's parts, as far as a client reads them. */

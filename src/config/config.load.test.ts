@@ -165,6 +165,25 @@ describe('errors: every offending path at once, start-up refused', () => {
     ]);
   });
 
+  it('an unknown key that is near a known one says which (did you mean …?)', () => {
+    const cwd = dirWith(
+      'gatway:\n  port: 1\ngateway:\n  prot: 2\n  auth:\n    mdoe: open\nlimits:\n  overload:\n    memory_watermark: 3\nzzz: 1\n',
+    );
+    let messages: string[] = [];
+    try {
+      loadConfig({ argv: [], env: {}, cwd });
+    } catch (err) {
+      messages = (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`).sort();
+    }
+    expect(messages).toEqual([
+      'gateway.auth.mdoe: unknown key (did you mean mode?)',
+      'gateway.prot: unknown key (did you mean port?)',
+      'gatway: unknown key (did you mean gateway?)',
+      'limits.overload.memory_watermark: unknown key (did you mean memory_watermark_mb?)',
+      'zzz: unknown key',
+    ]);
+  });
+
   it('reports a bad value from the environment at its config path', () => {
     expect(issuesOf(() => loadConfig({ argv: [], env: { GATEHOUSE_PORT: 'eighty' }, cwd: dirWith() }))).toEqual([
       'gateway.port',

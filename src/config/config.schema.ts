@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { didYouMean } from '../lib/did-you-mean.js';
 import { API_PREFIX_PATTERN, BASE_DEFAULTS, securityProfiles } from './config.file.js';
 import { referenceIssues } from './config.references.js';
 import { limitsSchema } from './limits/limits.schema.js';
@@ -874,12 +875,37 @@ export function zodIssuesToConfigIssues(issues: readonly z.core.$ZodIssue[]): Co
   for (const issue of issues) {
     const base = issue.path.map(String);
     if (issue.code === 'unrecognized_keys') {
-      for (const key of issue.keys) out.push({ path: [...base, key].join('.'), message: 'unknown key' });
+      const known = keysAt(configSchema, base);
+      for (const key of issue.keys) {
+        const near = didYouMean(key, known);
+        out.push({
+          path: [...base, key].join('.'),
+          message: near ? `unknown key (did you mean ${near}?)` : 'unknown key',
+        });
+      }
     } else {
       out.push({ path: base.join('.') || '(root)', message: issue.message });
     }
   }
   return out;
+}
+
+/** The keys an object of the schema accepts at `path` (through defaults, optionals and arrays), or none. */
+function keysAt(schema: z.core.$ZodType, path: readonly string[]): string[] {
+  let node: z.core.$ZodType | undefined = schema;
+  const unwrap = (t: z.core.$ZodType): z.core.$ZodType => {
+    const def = t._zod.def as { innerType?: z.core.$ZodType; in?: z.core.$ZodType; element?: z.core.$ZodType };
+    const inner = def.innerType ?? def.in;
+    return inner ? unwrap(inner) : t;
+  };
+  for (const step of path) {
+    node = unwrap(node);
+    const def = node._zod.def as { shape?: Record<string, z.core.$ZodType>; element?: z.core.$ZodType };
+    node = /^\d+$/.test(step) ? def.element : def.shape?.[step];
+    if (!node) return [];
+  }
+  const def = unwrap(node)._zod.def as { shape?: Record<string, unknown> };
+  return def.shape ? Object.keys(def.shape) : [];
 }
 
 /** The defaults, as `npm start` with no configuration would run. */

@@ -71,6 +71,17 @@ export function registerLogs(program: Command, io: CliIo): void {
     const filter = { level: options.level, source: options.source };
     const page = await callApi<{ items: LogEntry[] }>(target, '/logs', { query: { ...filter, limit } });
     for (const entry of [...page.items].reverse()) print(entry);
+    if (page.items.length === 0 && !options.json) {
+      // Said on stderr: stdout stays the entries alone, for a pipe.
+      const which = [
+        options.level ? `at level ${options.level} or above` : '',
+        options.source ? `from source ${options.source}` : '',
+      ].filter(Boolean);
+      io.err(
+        `No log entries${which.length ? ` ${which.join(' ')}` : ''} in the gateway's recent buffer` +
+          `${options.follow ? '; waiting for new ones (Ctrl-C ends)' : ''}.\n`,
+      );
+    }
     if (!options.follow) return;
 
     const stop = new AbortController();

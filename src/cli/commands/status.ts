@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CliError, type CliIo } from '../io.js';
 import { withClientOptions } from '../options.js';
-import { callApi, requestApi, resolveTarget, type ApiResponse, type ClientOptions } from '../target.js';
+import { ApiCallError, callApi, requestApi, resolveTarget, type ApiResponse, type ClientOptions } from '../target.js';
 import { formatDuration, style } from '../terminal.js';
 
 /** The health report, as far as `status` reads it. */
@@ -59,12 +59,15 @@ export function registerStatus(program: Command, io: CliIo): void {
     let spend: number | null = null;
     let budget: number | null = null;
     let spendNote = '';
+    let refused: ApiCallError | null = null;
     try {
       const [cost, config] = await spendRead;
       spend = cost.total_usd;
       budget = config.budget?.daily_usd ?? null;
     } catch (err) {
       spendNote = (err as Error).message;
+      // Health answers anyone; the rest needs the token. A refused token is the run's failure, said last.
+      if (err instanceof ApiCallError && err.status === 401) refused = err;
     }
     if (options.json) {
       io.out(`${JSON.stringify({ url: target.url, health, spend_today_usd: spend, daily_budget_usd: budget })}\n`);
@@ -107,6 +110,12 @@ export function registerStatus(program: Command, io: CliIo): void {
         lines.push(`  spend today  unavailable: ${spendNote}`);
       }
       io.out(`${lines.join('\n')}\n`);
+    }
+    if (refused) {
+      throw new CliError(
+        `the gateway refused the token${target.tokenSource ? ` from ${target.tokenSource}` : ' (none given)'}: ` +
+          `${refused.message}. Pass --token, set GATEHOUSE_TOKEN, or see gatehouse token show.`,
+      );
     }
     if (health.status === 'unhealthy')
       throw new CliError(`the gateway is unhealthy${health.error ? `: ${health.error.message}` : ''}`);

@@ -13,7 +13,11 @@ export function registerToken(program: Command, io: CliIo): void {
     .command('token')
     .description('the generated admin token of the local data dir (its fingerprint and file; never the token)');
   withConfigOption(
-    token.command('show').description("show the admin token's fingerprint and file").option('--json', 'print JSON'),
+    token
+      // `gatehouse token` alone shows it.
+      .command('show', { isDefault: true })
+      .description("show the admin token's fingerprint and file (the default)")
+      .option('--json', 'print JSON'),
   ).action(async (options: { config?: string; json?: boolean }) => {
     const settings = await localSettings(io, options.config);
     const path = adminTokenPath(settings.dataDir);
