@@ -97,11 +97,17 @@ function assertAlive(gateway: PressureGateway, during: string): void {
 }
 
 /** A pressure gateway of its own for one scenario: under `ctx.dir/<dir>`, named after the backend and `label`. */
-function scenarioGateway(ctx: MemoryContext, dir: string, label: string): Promise<PressureGateway> {
+function scenarioGateway(
+  ctx: MemoryContext,
+  dir: string,
+  label: string,
+  extra?: Record<string, unknown>,
+): Promise<PressureGateway> {
   return startPressureGateway({
     dir: join(ctx.dir, dir),
     name: `gateway [${ctx.backend}, ${label}]`,
     storage: ctx.storage,
+    ...(extra ? { extra } : {}),
   });
 }
 
@@ -265,7 +271,12 @@ function floodFigures(
 
 /** (l): non-reading SSE and WebSocket clients while long replies stream. */
 async function slow(ctx: MemoryContext): Promise<void> {
-  const gateway = await scenarioGateway(ctx, 'slow', 'slow consumers');
+  // A client that never reads passes its bound only once the kernel's socket buffers are full (a few MB on
+  // loopback), so the replies here are longer than limits.payloads.max_reply_bytes allows by default (1 MiB):
+  // this gateway is configured for them.
+  const gateway = await scenarioGateway(ctx, 'slow', 'slow consumers', {
+    limits: { payloads: { max_reply_bytes: memorySettings.slowReplyBytes } },
+  });
   try {
     const { slowSse, slowWs, slowReplyBytes } = memorySettings;
     ctx.progress(

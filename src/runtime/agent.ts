@@ -82,6 +82,11 @@ export interface AgentOptions {
    * streamed or sent (`limits.payloads.max_tool_result_bytes`); absent: its default.
    */
   maxToolResultBytes?: number;
+  /**
+   * A reply of the model longer than this many bytes of UTF-8 is cut there and the turn ends `incomplete`
+   * (`max_reply_bytes`): `limits.payloads.max_reply_bytes`; absent: no cap.
+   */
+  maxReplyBytes?: number;
 }
 
 /** `limits.payloads.max_tool_result_bytes`'s default. */
@@ -91,7 +96,7 @@ export type AgentOutcome =
   | { status: 'completed'; content: string; messageId: string; totals: TurnTotals }
   | {
       status: 'incomplete';
-      reason: 'max_tool_iterations' | 'budget_exceeded';
+      reason: 'max_tool_iterations' | 'budget_exceeded' | 'max_reply_bytes';
       content: string | null;
       messageId: string | null;
       totals: TurnTotals;
@@ -259,6 +264,7 @@ export async function runAgent(
         tools: options.tools.specs(),
         signal,
         onDelta: (text) => ports.emit('delta', { content: text }),
+        ...(options.maxReplyBytes !== undefined ? { maxReplyBytes: options.maxReplyBytes } : {}),
       });
     } catch (err) {
       if (signal.aborted || (err instanceof ProviderError && err.kind === 'aborted')) return interrupted();
@@ -271,6 +277,12 @@ export async function runAgent(
     totals.costNanoUsd += cost;
     await ports.recordUsage(response.model, response.usage, cost);
 
+    if (response.cut) {
+      // The reply reached limits.payloads.max_reply_bytes: what came is kept, and the turn ends there.
+      const content = response.content ?? '';
+      const messageId = await ports.appendAssistant(content, null);
+      return { status: 'incomplete', reason: 'max_reply_bytes', content, messageId, totals };
+    }
     if (response.tool_calls.length === 0) {
       const content = response.content ?? '';
       const messageId = await ports.appendAssistant(content, null);

@@ -67,6 +67,8 @@ export interface TurnRunnerOptions extends TurnFinishDeps {
   contextBudget?: ContextBudget;
   /** A tool result over this many bytes is cut, with a note, before it is stored or sent (`limits.payloads`). */
   maxToolResultBytes?: number;
+  /** The model's reply is cut at this many bytes and the turn ends incomplete (`limits.payloads`). */
+  maxReplyBytes?: number;
 }
 
 /**
@@ -77,16 +79,18 @@ export interface TurnRunnerOptions extends TurnFinishDeps {
 export function payloadOptions(
   payloads: {
     max_tool_result_bytes: number;
+    max_reply_bytes: number;
     max_context_tokens: number;
     max_message_tokens: number;
     max_context_messages: number;
   },
   shared: boolean,
-): Pick<TurnRunnerOptions, 'contextBudget' | 'maxToolResultBytes' | 'contextCache'> {
+): Pick<TurnRunnerOptions, 'contextBudget' | 'maxToolResultBytes' | 'maxReplyBytes' | 'contextCache'> {
   const contextBudget = contextBudgetOf(payloads);
   return {
     contextBudget,
     maxToolResultBytes: payloads.max_tool_result_bytes,
+    maxReplyBytes: payloads.max_reply_bytes,
     ...(shared ? {} : { contextCache: new ContextCache(contextBudget) }),
   };
 }
@@ -342,6 +346,7 @@ export class TurnRunner {
           ...(this.options.maxToolResultBytes !== undefined
             ? { maxToolResultBytes: this.options.maxToolResultBytes }
             : {}),
+          ...(this.options.maxReplyBytes !== undefined ? { maxReplyBytes: this.options.maxReplyBytes } : {}),
         };
         if (trace) run.tools = trace.tools(agent.tools);
         outcome = await runAgent(run, ports, controller.signal, resume);

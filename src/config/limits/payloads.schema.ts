@@ -12,6 +12,15 @@ export const payloadsSchema = z
           'streamed or sent to the model. An MCP tool is cut at the smaller of this and mcp.max_output_bytes.',
         ),
       ),
+    max_reply_bytes: positiveInt
+      .default(1_048_576)
+      .meta(
+        about(
+          'A reply of the model longer than this many bytes (UTF-8) is cut there: the call is stopped, the text',
+          'streamed and kept ends at the cap, and the turn ends incomplete with termination_reason max_reply_bytes.',
+          "Far above any model's output limit; it bounds what one turn holds in memory.",
+        ),
+      ),
     max_context_tokens: positiveInt
       .default(100_000)
       .meta(

@@ -75,6 +75,7 @@ export class AnthropicProvider implements ModelProvider {
       timeoutMs: this.timeoutMs,
       signal: request.signal,
       onDelta: request.onDelta,
+      maxReplyBytes: request.maxReplyBytes,
       // Building the request inside the guarded call: a mapping failure is a ProviderError too.
       open: async (signal) => {
         const { system, messages } = toAnthropicMessages(request.messages);
@@ -266,6 +267,10 @@ class EventAccumulator {
   }
 
   /** The complete response; fails when the stream ended before `message_stop`. */
+  sofar(): Pick<ModelResponse, 'content' | 'usage' | 'model'> {
+    return { content: this.text.length > 0 ? this.text : null, usage: { ...this.usage }, model: this.model };
+  }
+
   finish(): ModelResponse {
     if (!this.started) throw new ProviderError('anthropic: stream without message_start', 'invalid_response');
     if (!this.stoppedCleanly) {

@@ -72,6 +72,28 @@ export function stoppedError(label: string, why: 'timeout' | 'aborted', timeoutM
 export interface StreamAccumulator<T> {
   add(item: T): string;
   finish(): ModelResponse;
+  /** What came before the stream was left at the reply cap: the text so far, the usage and model seen. */
+  sofar(): Pick<ModelResponse, 'content' | 'usage' | 'model'>;
+}
+
+/** The first `maxBytes` bytes of `text` as UTF-8, never splitting a character. */
+export function cutUtf8(text: string, maxBytes: number): string {
+  const bytes = Buffer.from(text, 'utf8');
+  if (bytes.length <= maxBytes) return text;
+  let end = Math.max(0, maxBytes);
+  while (end > 0 && (bytes[end]! & 0xc0) === 0x80) end--; // back to the start of a character
+  return bytes.subarray(0, end).toString('utf8');
+}
+
+/** A reply stopped at the cap: its text cut there, its unfinished tool calls dropped. */
+function cutReply(sofar: Pick<ModelResponse, 'content' | 'usage' | 'model'>, maxBytes: number): ModelResponse {
+  return {
+    ...sofar,
+    content: sofar.content === null ? null : cutUtf8(sofar.content, maxBytes),
+    tool_calls: [],
+    finish_reason: 'length',
+    cut: true,
+  };
 }
 
 /**
@@ -85,6 +107,8 @@ export async function runGuardedStream<T>(options: {
   timeoutMs: number;
   signal: AbortSignal | undefined;
   onDelta: ((text: string) => void) | undefined;
+  /** Past this many bytes of text the stream is left and the answer cut there (`ModelRequest.maxReplyBytes`). */
+  maxReplyBytes?: number | undefined;
   open: (signal: AbortSignal) => Promise<AsyncIterable<T>>;
   accumulator: StreamAccumulator<T>;
   toError: (err: unknown, guard: CallGuard) => ProviderError;
@@ -94,9 +118,16 @@ export async function runGuardedStream<T>(options: {
   try {
     if (guard.outcome) throw stoppedError(options.label, guard.outcome, options.timeoutMs);
     const stream = await options.open(guard.signal);
+    const cap = options.maxReplyBytes ?? Infinity;
+    let bytes = 0;
     for await (const item of stream) {
       guard.touch();
-      const text = options.accumulator.add(item);
+      let text = options.accumulator.add(item);
+      if (!text) continue;
+      bytes += Buffer.byteLength(text, 'utf8');
+      const over = bytes > cap;
+      // The delta that crosses the cap goes out cut, so what was streamed is what is kept.
+      if (over) text = cutUtf8(text, Buffer.byteLength(text, 'utf8') - (bytes - cap));
       if (text && options.onDelta) {
         try {
           options.onDelta(text);
@@ -105,6 +136,8 @@ export async function runGuardedStream<T>(options: {
           throw err;
         }
       }
+      // Leaving the loop closes the stream (the SDK aborts its request).
+      if (over) return cutReply(options.accumulator.sofar(), cap);
     }
     // The SDKs end the iteration quietly when their signal fires mid-stream.
     if (guard.outcome) throw stoppedError(options.label, guard.outcome, options.timeoutMs);

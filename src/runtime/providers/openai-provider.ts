@@ -58,6 +58,7 @@ export class OpenAIProvider implements ModelProvider {
       timeoutMs: this.timeoutMs,
       signal: request.signal,
       onDelta: request.onDelta,
+      maxReplyBytes: request.maxReplyBytes,
       // Building the request inside the guarded call: a mapping failure is a ProviderError too.
       open: async (signal) => {
         const params: ChatCompletionCreateParamsStreaming = {
@@ -204,6 +205,10 @@ class ChunkAccumulator {
   }
 
   /** The complete response; fails when the stream ended before the model finished. */
+  sofar(): Pick<ModelResponse, 'content' | 'usage' | 'model'> {
+    return { content: this.text.length > 0 ? this.text : null, usage: this.usage, model: this.model };
+  }
+
   finish(): ModelResponse {
     if (this.chunks === 0) throw new ProviderError('openai: empty stream', 'invalid_response');
     if (this.finishReason === null) {

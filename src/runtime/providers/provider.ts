@@ -47,6 +47,11 @@ export interface ModelRequest {
    * stops the call and is rethrown as is.
    */
   onDelta?: (text: string) => void;
+  /**
+   * The reply's text is cut at this many bytes of UTF-8 (`limits.payloads.max_reply_bytes`): past it the call
+   * is stopped, the text streamed and answered ends at the cap, and the answer says `cut`. Absent: no cap.
+   */
+  maxReplyBytes?: number;
   /** Headers sent with the call besides the provider's own: the W3C trace context of its span (DECISIONS §21). */
   headers?: Readonly<Record<string, string>>;
 }
@@ -61,6 +66,8 @@ export interface ModelResponse {
   model: string;
   /** Normalised across providers: `stop`, `tool_calls`, `length`, or the server's own value otherwise. */
   finish_reason: string;
+  /** The reply reached `maxReplyBytes` and was cut there (its tool calls, unfinished, are dropped). */
+  cut?: true;
 }
 
 /** A model behind one interface: echo, OpenAI-compatible or Anthropic. */
