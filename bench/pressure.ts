@@ -766,6 +766,39 @@ export async function timeToRecover(
   }
 }
 
+/**
+ * Seconds until the gateway takes new work again: an acknowledged message (`wait` false) answered 202, not shed,
+ * and health no longer `degraded` by its `memory` component. Polled every 50 ms. What was accepted during the
+ * flood still runs after this (`timeToRecover` measures when waited turns are fast again).
+ */
+export async function timeToTakeWork(url: string, timeoutMs: number, prefix: string): Promise<number> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const t0 = performance.now();
+  let n = 0;
+  try {
+    while (performance.now() - t0 < timeoutMs) {
+      try {
+        const health = await request(agent, url, 'GET', '/api/v1/health', undefined, 5_000);
+        const memory = (JSON.parse(health.body) as { components?: { memory?: { status?: string } } }).components?.memory
+          ?.status;
+        if (memory === undefined || memory === 'ok') {
+          const body = Buffer.from(
+            JSON.stringify({ platform: 'probe', user_id: 'u', chat_id: `${prefix}-take${n++}`, text: 'probe' }),
+          );
+          const reply = await request(agent, url, 'POST', '/api/v1/message', body, 5_000);
+          if (reply.status === 202) return (performance.now() - t0) / 1000;
+        }
+      } catch {
+        // not answering yet: try again
+      }
+      await sleep(50);
+    }
+    return NaN;
+  } finally {
+    agent.destroy();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Slow consumers
 
