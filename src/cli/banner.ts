@@ -4,9 +4,11 @@ import { style } from './terminal.js';
 
 /**
  * The start-up banner of `gatehouse serve`: where the gateway listens, which provider and model it uses and why,
- * and the admin token (shown once, on the first start; later only where its file is). Human lines on a terminal,
- * JSON lines (the log entry's shape) otherwise, never both. Written to standard error, never through the logger:
- * it is shown whatever `logs.level` is, and the first-start token reaches no log line, log file or log API.
+ * and the admin token (shown once, on the first start; later only where its file is). Every start says how to open
+ * the dashboard: the first with a link that signs in, later ones with its address and where the token is. Human
+ * lines on a terminal, JSON lines (the log entry's shape) otherwise, never both. Written to standard error, never
+ * through the logger: it is shown whatever `logs.level` is, and the first-start token reaches no log line, log
+ * file or log API.
  */
 
 /** What the banner tells. */
@@ -48,6 +50,15 @@ export function providerReason(facts: BannerFacts): string {
   }
 }
 
+/**
+ * How to sign in to the dashboard on a start that generated no token: with the token in the admin token file
+ * (never printed again), or with one of the configured tokens.
+ */
+export function signInHint(facts: BannerFacts): string {
+  if (facts.adminTokenFile) return `sign in with the token in ${facts.adminTokenFile} (gatehouse token show)`;
+  return `sign in with a token set under gateway.auth (admin_tokens, api_tokens) in ${facts.configPath ?? 'the configuration'}`;
+}
+
 /** `openai, model gpt-4o-mini (the provider's default model)`, or the echo provider's note. */
 function providerLine(facts: BannerFacts): string {
   const { type, model, modelConfigured } = facts.provider;
@@ -63,7 +74,7 @@ export function humanBanner(facts: BannerFacts, colour: boolean): string {
     `Gatehouse listening on ${style(colour, 'bold', facts.url)} (version ${facts.version})`,
     `  ${label('provider')}${style(colour, facts.provider.type === 'echo' ? 'yellow' : 'green', providerLine(facts))}`,
     `  ${label('')}${style(colour, 'dim', `why: ${providerReason(facts)}`)}`,
-    `  ${label('dashboard')}${facts.url}/`,
+    `  ${label('dashboard')}${facts.url}/${facts.generatedToken ? '' : ` (${signInHint(facts)})`}`,
     `  ${label('api')}${api} (health: ${api}/health, docs: ${api}/docs)`,
     ...(facts.webhookUrl ? [`  ${label('webhook')}${facts.webhookUrl}`] : []),
     `  ${label('config')}${facts.configPath ?? 'none: built-in defaults (gatehouse init writes a gatehouse.yaml)'}`,
@@ -94,7 +105,8 @@ function jsonLine(now: Date, level: 'info' | 'warning', message: string, fields:
 /**
  * The banner as JSON lines. The first starts with `listening on <url>` and carries the facts as fields; on the
  * first start two more lines carry the admin token and the signed-in dashboard link inside their messages,
- * each followed by a space, so the link can be cut out of the text.
+ * each followed by a space, so the link can be cut out of the text. A later start has one more line instead: the
+ * dashboard's address and how to sign in, without the token.
  */
 export function jsonBanner(facts: BannerFacts, now: Date): string {
   const api = `${facts.url}${facts.apiPrefix}`;
@@ -117,7 +129,12 @@ export function jsonBanner(facts: BannerFacts, now: Date): string {
       ...(facts.adminTokenFile ? { admin_token_file: facts.adminTokenFile } : {}),
     },
   );
-  if (facts.generatedToken) {
+  if (!facts.generatedToken) {
+    text += jsonLine(now, 'info', `Open the dashboard: ${facts.url}/ and ${signInHint(facts)}`, {
+      dashboard: `${facts.url}/`,
+      ...(facts.adminTokenFile ? { admin_token_file: facts.adminTokenFile } : {}),
+    });
+  } else {
     const { token, path } = facts.generatedToken;
     text += jsonLine(now, 'warning', `Admin token: ${token} (generated on first start; shown only this once)`, {
       admin_token_file: path,

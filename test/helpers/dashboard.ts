@@ -124,10 +124,13 @@ export async function signIn(page: Page, url: string, token: string, route?: str
   if (route) await openPage(page, route);
 }
 
-/** Opens `#/<route>` in the signed-in shell and waits for its navigation link to be current and its heading (`h1`) to show. */
+/**
+ * Opens `#/<route>` in the signed-in shell and waits for its navigation link to be current and its heading (`h1`)
+ * to show. The link need not be visible: on a phone the navigation is folded behind its menu button.
+ */
 export async function openPage(page: Page, route: string): Promise<void> {
   await page.evaluate(`location.hash = ${JSON.stringify(`#/${route}`)}`);
-  await page.locator(`nav a[href="#/${route}"][aria-current="page"]`).waitFor();
+  await page.locator(`nav a[href="#/${route}"][aria-current="page"]`).waitFor({ state: 'attached' });
   await page.locator('main h1').first().waitFor();
 }
 

@@ -2,7 +2,8 @@
  * The dashboard's one WebSocket (`/api/v1/ws`, DECISIONS §8): it signs in with an `auth` frame (the token never
  * travels in the URL), subscribes to the topics pages listen to, dispatches `event` frames to them, and
  * reconnects with exponential backoff (0.5 s doubling to 15 s) until the shell closes it. A refused token
- * (close 4401) stops the reconnecting and is reported once through `onRefused`.
+ * (close 4401) stops the reconnecting and is reported once through `onRefused`. Each scheduled attempt is
+ * announced through `onRetry` (the shell's offline banner shows its time), and `retryNow()` skips the wait.
  */
 import type { LiveEvent, LiveFeed } from './page';
 
@@ -26,6 +27,11 @@ export interface LiveSocketOptions {
   onStatus?: (connected: boolean) => void;
   /** Called when the server refuses the token (close code 4401); the feed stops. */
   onRefused?: () => void;
+  /**
+   * Called with the time (ms since the epoch) of the next connection attempt when the socket dropped or could
+   * not connect, and with null once it is signed in again.
+   */
+  onRetry?: (nextAttemptAt: number | null) => void;
 }
 
 const BACKOFF_START_MS = 500;
@@ -62,6 +68,14 @@ export class LiveSocket implements LiveFeed {
     this.#socket?.close(1000, 'signed out');
     this.#socket = undefined;
     this.#setConnected(false);
+  }
+
+  /** Connects now instead of at the scheduled attempt (the offline banner's Retry); no-op while connected. */
+  retryNow(): void {
+    if (this.#closed || this.#socket || this.#timer === undefined) return;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#connect();
   }
 
   subscribe(topic: string, listener: Listener): () => void {
@@ -107,8 +121,13 @@ export class LiveSocket implements LiveFeed {
         this.#options.onRefused?.();
         return;
       }
-      this.#timer = setTimeout(() => this.#connect(), this.#backoff);
+      const wait = this.#backoff;
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        this.#connect();
+      }, wait);
       this.#backoff = Math.min(this.#backoff * 2, BACKOFF_MAX_MS);
+      this.#options.onRetry?.(Date.now() + wait);
     });
   }
 
@@ -122,6 +141,7 @@ export class LiveSocket implements LiveFeed {
     if (frame.type === 'auth_ok') {
       this.#backoff = BACKOFF_START_MS;
       this.#setConnected(true);
+      this.#options.onRetry?.(null);
       const topics = [...this.#listeners.keys()];
       if (topics.length > 0) this.send({ type: 'subscribe', topics });
       return;

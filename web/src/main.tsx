@@ -3,6 +3,10 @@
  * into `sessionStorage` and removed from the URL before anything else runs, DECISIONS §14), the role of the
  * token, the layout (navigation of every route, the page, the notices), the one live WebSocket, and sign-out.
  *
+ * The header holds the live state, the role, the command palette's button (Ctrl+K / ⌘+K), the light/dark toggle
+ * and sign-out; on a phone the navigation folds behind a menu button. When the gateway cannot be reached, one
+ * offline banner replaces the notices of the failed requests (web/src/shell/).
+ *
  * Role detection asks the API once: `GET /api/v1/logs?limit=1` is admin-only and reads the in-memory log
  * buffer, so it is the cheapest such call. 200 means `admin`, 403 means `api`, 401 means the token is refused.
  */
@@ -12,7 +16,13 @@ import { createGatehouseClient, type GatehouseClient } from '../../client/index.
 import { apiError, describeError, type ErrorText } from './errors';
 import { LiveSocket } from './live';
 import type { PageProps } from './page';
+import { PENDING_CAP, usePendingApprovals } from './pending';
 import { routeOf, routes, type PageModule } from './routes';
+import { ConnectivityState, isNetworkError } from './shell/connectivity';
+import { OfflineBanner, useConnectivity } from './shell/offline';
+import { CommandPalette, type PaletteAction } from './shell/palette';
+import { ShortcutsHelp, useShortcuts } from './shell/shortcuts';
+import { applyTheme, useTheme } from './shell/theme';
 import './styles.css';
 
 const TOKEN_KEY = 'gatehouse.token';
@@ -29,6 +39,7 @@ function takeFragmentToken(): void {
 }
 
 takeFragmentToken();
+applyTheme();
 
 type Role = PageProps['role'];
 
@@ -100,6 +111,25 @@ function SignIn({ onToken, error, busy }: { onToken: (token: string) => void; er
             )}
           </p>
         )}
+        {text?.code === 'UNAUTHORIZED' && (
+          <div class="signin-help" id="signin-help">
+            <p>Where the token is:</p>
+            <ul>
+              <li>
+                The admin token generated on the first start is in{' '}
+                <code>&lt;data_dir&gt;/gateway_auth/admin_token</code>; <code>gatehouse token show</code> prints it.
+              </li>
+              <li>
+                The first start's log prints a link that signs in at once; every start prints the dashboard's address
+                and where the token is.
+              </li>
+              <li>
+                Tokens set in the configuration are under <code>gateway.auth</code> (<code>admin_tokens</code>,{' '}
+                <code>api_tokens</code>).
+              </li>
+            </ul>
+          </div>
+        )}
       </form>
     </main>
   );
@@ -138,18 +168,45 @@ function PageHost({ props, name }: { props: PageProps; name: string }) {
   return <Page {...props} />;
 }
 
-/** The signed-in layout: header, navigation, the page, and the notices. */
+/** The label of the Approvals entry's badge: `3 pending`, `200+ pending`; nothing while none or unknown. */
+function PendingBadge({ count }: { count: number | null }) {
+  if (!count) return null;
+  const text = count >= PENDING_CAP ? `${PENDING_CAP}+` : String(count);
+  return (
+    <span class="nav-badge" data-testid="pending-badge">
+      {text}
+      <span class="visually-hidden"> pending</span>
+    </span>
+  );
+}
+
+/** The signed-in layout: header, navigation, the page, the offline banner and the notices. */
 function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignOut: () => void }) {
   const hash = useHash();
   const { route } = routeOf(hash);
   const [connected, setConnected] = useState(false);
   const [notices, setNotices] = useState<Notice[]>([]);
+  const [dialog, setDialog] = useState<'palette' | 'help' | null>(null);
+  const [menuOpen, setMenuOpen] = useState(false);
+  const { theme, toggle: toggleTheme } = useTheme();
   const nextId = useRef(1);
-  const api = useMemo(() => createGatehouseClient(location.origin, token), [token]);
-  const live = useMemo(
-    () => new LiveSocket({ token, onStatus: setConnected, onRefused: onSignOut }),
-    [token, onSignOut],
+  const connectivity = useMemo(() => new ConnectivityState(), []);
+  const reachability = useConnectivity(connectivity);
+  const api = useMemo(
+    () => createGatehouseClient(location.origin, token, { fetch: connectivity.fetch }),
+    [token, connectivity],
   );
+  const live = useMemo(
+    () =>
+      new LiveSocket({
+        token,
+        onStatus: setConnected,
+        onRefused: onSignOut,
+        onRetry: (at) => connectivity.socketRetry(at),
+      }),
+    [token, onSignOut, connectivity],
+  );
+  const pending = usePendingApprovals({ api, role, live });
   useEffect(() => {
     live.start();
     return () => live.close();
@@ -157,13 +214,46 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
   useEffect(() => {
     document.title = `${route.title} · Gatehouse`;
   }, [route]);
+  // A page chosen from the folded menu closes it.
+  useEffect(() => setMenuOpen(false), [hash]);
 
-  const notify = useCallback((error: unknown) => {
-    const id = nextId.current++;
-    setNotices((list) => [...list.slice(-4), { id, ...describeError(error) }]);
-  }, []);
+  const notify = useCallback(
+    (error: unknown) => {
+      // No answer at all: the offline banner says so once, instead of a "Failed to fetch" per request.
+      if (isNetworkError(error)) {
+        connectivity.failed();
+        return;
+      }
+      const id = nextId.current++;
+      setNotices((list) => [...list.slice(-4), { id, ...describeError(error) }]);
+    },
+    [connectivity],
+  );
   const dismiss = (id: number) => setNotices((list) => list.filter((n) => n.id !== id));
   const props = useMemo<PageProps>(() => ({ api, token, role, live, notify }), [api, token, role, live, notify]);
+  const retry = useCallback(() => {
+    live.retryNow();
+    // Any answer clears the banner; a network failure is already counted by the client's fetch.
+    api.GET('/api/v1/health').catch(() => undefined);
+  }, [api, live]);
+
+  const closeDialog = useCallback(() => setDialog(null), []);
+  useShortcuts({
+    openPalette: () => setDialog('palette'),
+    openHelp: () => setDialog('help'),
+    dialogOpen: dialog !== null,
+  });
+  const actions = useMemo<PaletteAction[]>(
+    () => [
+      { label: 'New chat', run: () => void (location.hash = '#/chat?new=1') },
+      { label: 'Go to approvals', run: () => void (location.hash = '#/approvals') },
+      { label: 'Toggle theme', run: toggleTheme },
+      { label: 'Keyboard shortcuts', run: () => setTimeout(() => setDialog('help')) },
+      { label: 'Sign out', run: onSignOut },
+    ],
+    [toggleTheme, onSignOut],
+  );
+  const nextTheme = theme === 'dark' ? 'light' : 'dark';
 
   return (
     <div class="shell">
@@ -178,22 +268,52 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
         <span class="role" title="The role of the signed-in token">
           Role: <strong>{role}</strong>
         </span>
+        <button
+          type="button"
+          class="secondary"
+          aria-keyshortcuts="Control+K Meta+K"
+          title="Command palette (Ctrl+K or ⌘+K)"
+          onClick={() => setDialog('palette')}
+        >
+          Search
+        </button>
+        <button
+          type="button"
+          class="secondary theme-toggle"
+          aria-label={`Switch to ${nextTheme} theme`}
+          title={`Switch to the ${nextTheme} theme`}
+          onClick={toggleTheme}
+        >
+          {theme === 'dark' ? 'Light' : 'Dark'}
+        </button>
         <button type="button" class="secondary" onClick={onSignOut}>
           Sign out
         </button>
       </header>
       <nav class="sidenav" aria-label="Pages">
-        <ul>
+        <button
+          type="button"
+          class="secondary menu-button"
+          aria-expanded={menuOpen}
+          aria-controls="nav-pages"
+          onClick={() => setMenuOpen((open) => !open)}
+        >
+          {menuOpen ? 'Close menu' : 'Menu'}
+          <span class="muted"> · {route.title}</span>
+        </button>
+        <ul id="nav-pages" class={menuOpen ? 'open' : undefined}>
           {routes.map((r) => (
             <li key={r.name}>
               <a href={`#/${r.name}`} aria-current={r === route ? 'page' : undefined}>
                 {r.title}
+                {r.name === 'approvals' && <PendingBadge count={pending} />}
               </a>
             </li>
           ))}
         </ul>
       </nav>
       <main id="main" tabIndex={-1} class="content">
+        <OfflineBanner state={reachability} onRetry={retry} />
         <PageHost props={props} name={route.name} />
       </main>
       <section class="notices" aria-label="Notices" aria-live="assertive">
@@ -213,6 +333,8 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
           </div>
         ))}
       </section>
+      {dialog === 'palette' && <CommandPalette api={api} actions={actions} onClose={closeDialog} />}
+      {dialog === 'help' && <ShortcutsHelp onClose={closeDialog} />}
     </div>
   );
 }
