@@ -54,9 +54,13 @@ export interface TurnClaimDeps {
   onSessionBusy?: (sessionKey: string, why: 'claiming' | 'elsewhere') => void;
 }
 
-/** The `status` event of a turn that starts or resumes running. */
-export function runningStatus(): Record<string, unknown> {
-  return { status: 'running' };
+/**
+ * The `status` event of a turn that starts or resumes running. A paused turn resumed by a person's decision says
+ * which (`approve`, `deny`, `answer`), so every client following it — the one that decided or any other — can tell
+ * what became of the pause without asking.
+ */
+export function runningStatus(resolution?: 'approve' | 'deny' | 'answer'): Record<string, unknown> {
+  return resolution === undefined ? { status: 'running' } : { status: 'running', resolution };
 }
 
 /** Claims accepted turns for one runner, remembering the claims whose commit went unconfirmed. */

@@ -308,7 +308,11 @@ export class TurnRunner {
         // A turn claimed just now has no events yet; a resumed one continues its numbering.
         for (const id of eventIds) await hub.open(id, { fresh: options.fresh === true && id === primary });
         for (const id of eventIds) {
-          hub.publish(id, 'status', runningStatus(), { stored: id === primary && options.statusStored === true });
+          // The paused turn says how it was resumed; a new turn answering a question (the primary) just runs.
+          const resolved = resume?.resolution.type === 'answer' && id === primary ? undefined : resume?.resolution.type;
+          hub.publish(id, 'status', runningStatus(resolved), {
+            stored: id === primary && options.statusStored === true,
+          });
         }
         const epoch = options.knownEpoch ?? (await getSession(store.db, sessionKey))?.contextEpoch ?? turn.contextEpoch;
         const chosen = this.options.agents

@@ -1,4 +1,5 @@
-import type { TurnTotals } from '../runtime/index.js';
+import type { PendingState, TurnTotals } from '../runtime/index.js';
+import { isPausedStatus } from './turn-status.js';
 import type { TurnRecord } from './turns.repo.js';
 
 /** The Message shape (DECISIONS §5) that answers a turn. */
@@ -44,6 +45,7 @@ export function presentTurn(turn: TurnRecord): Record<string, unknown> {
     session_key: turn.sessionKey,
     status: turn.status,
     current_tool: turn.currentTool,
+    pending_tool_call: pendingToolCall(turn),
     response: turn.response,
     termination_reason: turn.terminationReason,
     context_epoch: turn.contextEpoch,
@@ -54,6 +56,13 @@ export function presentTurn(turn: TurnRecord): Record<string, unknown> {
     trace_id: traceIdOf(turn.payload),
     source: sourceOf(turn.payload),
   };
+}
+
+/** The call a paused turn waits on (`pending.calls[0]`, DECISIONS §5), else null. */
+function pendingToolCall(turn: TurnRecord): { id: string; name: string; arguments: string } | null {
+  if (!isPausedStatus(turn.status)) return null;
+  const call = (turn.pending as Partial<PendingState> | null)?.calls?.[0];
+  return call ? { id: call.id, name: call.name, arguments: call.arguments } : null;
 }
 
 /** Where a turn's message came in (its inbound event's `source`: `api`, `openai`, `responses`…), else null. */

@@ -27,6 +27,17 @@ export const turnSchema = z
     session_key: z.string(),
     status: z.enum(TURN_STATUSES),
     current_tool: z.string().nullable().describe('The tool running or waited on; null otherwise'),
+    pending_tool_call: z
+      .object({
+        id: z.string(),
+        name: z.string(),
+        arguments: z.string().describe('The JSON text of the arguments, as the model produced it'),
+      })
+      .nullable()
+      .describe(
+        'The tool call a paused turn waits on (the call to approve, or the question asked), so a person decides ' +
+          'knowing what would run; null when the turn is not paused',
+      ),
     response: z.string().nullable().describe('The reply text so far; null before any'),
     termination_reason: z
       .string()

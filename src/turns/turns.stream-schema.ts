@@ -48,7 +48,14 @@ export const acceptedEventSchema = z.object({ event_id: z.string(), session_key:
 });
 /** `status`: the turn's status changed (`running`, a pause, an end). */
 export const statusEventSchema = z
-  .looseObject({ status: z.string(), message: streamMessageSchema.optional() })
+  .looseObject({
+    status: z.string(),
+    message: streamMessageSchema.optional(),
+    resolution: z
+      .enum(['approve', 'deny', 'answer'])
+      .optional()
+      .meta({ description: 'On `running` after a pause: how a person resolved it (approved, denied, answered)' }),
+  })
   .meta({ title: 'status', description: 'The turn status changed; a pause carries the waiting Message' });
 /** `delta`: a piece of the reply text. */
 export const deltaEventSchema = z.object({ content: z.string() }).meta({ title: 'delta' });

@@ -11,6 +11,7 @@ interface TurnView {
   session_key: string;
   status: string;
   current_tool: string | null;
+  pending_tool_call?: { id: string; name: string; arguments: string } | null;
   response: string | null;
   termination_reason: string | null;
   context_epoch: number;
@@ -47,6 +48,7 @@ describe('turn ledger API', () => {
           'session_key',
           'status',
           'current_tool',
+          'pending_tool_call',
           'response',
           'termination_reason',
           'context_epoch',
@@ -64,6 +66,7 @@ describe('turn ledger API', () => {
         session_key: 'gateway:api:c1',
         status: 'completed',
         current_tool: null,
+        pending_tool_call: null,
         response: 'fake: hello',
         termination_reason: 'completed',
         context_epoch: 0,
@@ -128,6 +131,41 @@ describe('turn ledger API', () => {
       expect(bad.json<{ error: { code: string } }>().error.code).toBe('BAD_REQUEST');
       expect(bad.body).toContain('a comma-separated list of');
       expect((await h.inject({ method: 'GET', url: '/api/v1/turns', headers: apiHeaders })).statusCode).toBe(403);
+    });
+
+    it('a paused turn names the call it waits on; its resumption says how it was decided', async () => {
+      const risky = recordingTool('risky', () => 'done');
+      const h = await rig.open({ tools: [risky], config: { agent: { approval_required: ['risky'] } } });
+      rig.fake.enqueue({ tool_calls: [{ name: 'risky', arguments: { target: 'prod', force: true } }] });
+      const res = await h.message(msg('risk it', 'pending', { wait: true }));
+      const eventId = res.json<{ event_id: string }>().event_id;
+      const inbox = (await h.adminGet('/api/v1/turns')).json<{ items: TurnView[] }>();
+      const call = inbox.items.find((t) => t.event_id === eventId)?.pending_tool_call;
+      expect(call).toMatchObject({ name: 'risky' });
+      expect(JSON.parse(call!.arguments)).toEqual({ target: 'prod', force: true });
+      expect((await h.adminGet(`/api/v1/turns/${eventId}`)).json<TurnView>().pending_tool_call).toEqual(call);
+
+      rig.fake.enqueue({ content: 'ran it' });
+      const approved = await h.inject({
+        method: 'POST',
+        url: `/api/v1/turns/${eventId}/approve`,
+        headers: adminHeaders,
+      });
+      expect(approved.statusCode).toBe(200);
+      expect(approved.json<TurnView>().pending_tool_call).toBeNull();
+      await h.internals.messages.waitFor(eventId, 10_000);
+      const statuses = parseSse((await events(h, eventId)).body)
+        .filter((e) => e.event === 'status')
+        .map((e) => e.data as { status: string; resolution?: string });
+      expect(statuses.map((e) => [e.status, e.resolution])).toEqual([
+        ['running', undefined],
+        ['waiting_approval', undefined],
+        ['running', 'approve'],
+      ]);
+      expect((await h.adminGet(`/api/v1/turns/${eventId}`)).json<TurnView>()).toMatchObject({
+        status: 'completed',
+        pending_tool_call: null,
+      });
     });
 
     it('GET /turns/{id}/events replays a finished turn: ids 1..n, named events, ending with done', async () => {

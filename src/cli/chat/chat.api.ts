@@ -78,6 +78,18 @@ export async function resolveToolCall(
 }
 
 /**
+ * A turn's status (GET /turns/{event_id}, admin), or null when this token may not read it or it cannot be read
+ * now: only a hint, for telling whether a paused turn was decided elsewhere.
+ */
+export async function turnStatus(target: ClientTarget, eventId: string): Promise<string | null> {
+  try {
+    return (await callApi<{ status: string }>(target, `/turns/${encodeURIComponent(eventId)}`)).status;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Approves (staged → active) or denies (staged → disabled) a staged skill named by id or name (admin), as the
  * `/approve` and `/deny` chat commands do — through the skills API, which an admin token may use whatever the chat
  * identity is (the chat commands answer only `admin_users`). Returns the sentence to show.

@@ -2,7 +2,16 @@ import type { CliError } from '../io.js';
 import type { ClientTarget } from '../target.js';
 import { style } from '../terminal.js';
 import { decideSkill, findSession, stagedSkills, webSocketUrl } from './chat.api.js';
-import { answerApproval, answerApprovalKey, askApproval, leaveWaiting, type ApprovalChat } from './chat.approvals.js';
+import {
+  answerApproval,
+  answerApprovalKey,
+  askApproval,
+  handleFeedFrame,
+  lateAnswer,
+  leaveWaiting,
+  watchDecision,
+  type ApprovalChat,
+} from './chat.approvals.js';
 import { parseLine, type CommandName } from './chat.commands.js';
 import type { TokenRole } from './chat.frames.js';
 import { LineInput, type InputStreams } from './chat.input.js';
@@ -75,7 +84,10 @@ export class ChatClient {
       options.target.token,
       options.userId !== undefined ? { user_id: options.userId } : {},
       {
-        frame: (frame) => handleFrame(this.chat, frame),
+        frame: (frame) =>
+          frame.type === 'event' || frame.type === 'subscribed'
+            ? handleFeedFrame(this.chat, frame)
+            : handleFrame(this.chat, frame),
         lost: (reason, delayMs) => this.onLost(reason, delayMs),
         restored: (role) => this.onRestored(role),
         fatal: (error) => this.stop(error),
@@ -95,6 +107,7 @@ export class ChatClient {
       answering: false,
       failures: 0,
       queue: [],
+      decidedElsewhere: null,
       lastSessions: [],
       print: (text) => this.print(text),
       notice: (text) => this.notice(text),
@@ -207,6 +220,11 @@ export class ChatClient {
           this.chat.queue.push(text);
           return;
         }
+        if (lateAnswer(this.chat, parsed.text)) {
+          this.idle();
+          return;
+        }
+        this.chat.decidedElsewhere = null;
         startTurn(this.chat, parsed.text, echoed);
         return;
     }
@@ -263,6 +281,7 @@ export class ChatClient {
     this.connected = true;
     this.role = role;
     this.notice('reconnected');
+    if (this.chat.current?.phase === 'approval') watchDecision(this.chat);
     resumeTurn(this.chat);
   }
 

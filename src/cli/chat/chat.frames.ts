@@ -56,6 +56,14 @@ const serverFrame = z.discriminatedUnion('type', [
   z.object({ type: z.literal('final'), event_id: z.string(), status: z.string(), message: messageView.nullable() }),
   z.object({ type: z.literal('error'), ref, event_id: z.string().optional(), error: errorBody }),
   z.object({ type: z.literal('pong') }),
+  // The live feed (subscribed while a turn waits for a decision that another client may make).
+  z.object({ type: z.literal('subscribed'), topics: z.array(z.string()) }),
+  z.object({
+    type: z.literal('event'),
+    topic: z.string(),
+    event: z.string(),
+    data: z.record(z.string(), z.unknown()),
+  }),
 ]);
 
 /** A server frame the client understands. */
@@ -110,6 +118,11 @@ export function messageFrame(message: OutgoingMessage): string {
 /** `{type: "interrupt", event_id}`. */
 export function interruptFrame(eventId: string): string {
   return JSON.stringify({ type: 'interrupt', event_id: eventId, ref: `interrupt:${eventId}` });
+}
+
+/** `{type: "subscribe"|"unsubscribe", topics}`: the live feed's topics (DECISIONS §8). */
+export function topicsFrame(type: 'subscribe' | 'unsubscribe', topics: readonly string[]): string {
+  return JSON.stringify({ type, topics });
 }
 
 /** Close codes after which reconnecting cannot help (DECISIONS §8): bad identity, bad token, refused identity. */

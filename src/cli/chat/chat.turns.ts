@@ -162,6 +162,8 @@ export function handleFrame(chat: TurnChat, frame: ServerFrame): void {
       return;
     case 'auth_ok':
     case 'pong':
+    case 'subscribed': // the live feed: chat.approvals.ts reads it
+    case 'event':
       return;
   }
 }
