@@ -5,7 +5,7 @@ import { analyticsRoutes } from './analytics.routes.js';
 
 /** The analytics capability (DECISIONS §9): cost and usage over the store, with the tasks and skills counts. */
 export function analyticsModule(deps: {
-  store: Pick<Store, 'db'>;
+  store: Pick<Store, 'db' | 'driver'>;
   clock: Clock;
   tasks: { countCompletedSince(since: string): Promise<number> };
   skills: { countUsedSince(since: string): Promise<number> };

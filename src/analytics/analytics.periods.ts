@@ -89,3 +89,17 @@ export function trendDays(firstDay: string, lastDay: string, cap: number = MAX_T
   for (let ms = first; ms <= last; ms += DAY_MS) days.push(utcDay(ms));
   return days;
 }
+
+const HOUR_MS = 3_600_000;
+
+/** Every hour of the UTC day containing `nowMs`, from 00 up to the current one, as `YYYY-MM-DDTHH`, ascending. */
+export function hoursSoFar(nowMs: number): string[] {
+  const hours: string[] = [];
+  for (let ms = startOfUtcDay(nowMs); ms <= nowMs; ms += HOUR_MS) hours.push(new Date(ms).toISOString().slice(0, 13));
+  return hours;
+}
+
+/** The start of a series bucket (`YYYY-MM-DDTHH` or `YYYY-MM-DD`) as an ISO timestamp. */
+export function bucketStartIso(bucket: string): string {
+  return bucket.length === 13 ? `${bucket}:00:00.000Z` : dayStartIso(bucket);
+}

@@ -1,5 +1,6 @@
 import type { UsageBreakdown, UsageGroup } from './analytics.repo.js';
-import type { CostSummary, UsageStats, VariantAnalytics } from './analytics.service.js';
+import { bucketStartIso } from './analytics.periods.js';
+import type { AnalyticsSummary, CostSummary, UsageStats, VariantAnalytics } from './analytics.service.js';
 
 /**
  * USD from integer nano-USD. Sums stay integers until this single division,
@@ -115,4 +116,90 @@ function groupMap(breakdown: UsageBreakdown): Record<string, UsageGroupView> {
       { requests: group.requests, tokens: group.inputTokens + group.outputTokens, cost_usd: usdOf(group.costNanoUsd) },
     ]),
   );
+}
+
+/** One row of a summary breakdown on the wire. */
+export type SummaryRowView = { [key: string]: string | number } & {
+  requests: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost_usd: number;
+};
+
+/** The summary on the wire (GET /analytics/summary). */
+export interface AnalyticsSummaryView {
+  period: string;
+  bucket: 'hour' | 'day';
+  totals: {
+    cost_usd: number;
+    requests: number;
+    input_tokens: number;
+    output_tokens: number;
+    tokens: number;
+    sessions: number;
+    messages: number;
+    tool_calls: number;
+    turns: number;
+    tasks_completed: number;
+    skills_used: number;
+  };
+  by_model: SummaryRowView[];
+  by_channel: SummaryRowView[];
+  by_session: SummaryRowView[];
+  series: Array<{
+    start: string;
+    messages: number;
+    turns: number;
+    input_tokens: number;
+    output_tokens: number;
+    cost_usd: number;
+    latency_p50_ms: number | null;
+    latency_p99_ms: number | null;
+  }>;
+}
+
+/** The rows of a breakdown, the key under `field`. */
+function summaryRows(breakdown: UsageBreakdown, field: string): SummaryRowView[] {
+  return breakdown.groups.map((group) => ({
+    [field]: group.key,
+    requests: group.requests,
+    input_tokens: group.inputTokens,
+    output_tokens: group.outputTokens,
+    cost_usd: usdOf(group.costNanoUsd),
+  }));
+}
+
+/** Presents the summary: totals, breakdowns most expensive first, the series ascending with zeros. */
+export function presentSummary(summary: AnalyticsSummary): AnalyticsSummaryView {
+  const totals = summary.byModel.totals;
+  return {
+    period: summary.period,
+    bucket: summary.unit,
+    totals: {
+      cost_usd: usdOf(totals.costNanoUsd),
+      requests: totals.requests,
+      input_tokens: totals.inputTokens,
+      output_tokens: totals.outputTokens,
+      tokens: totals.inputTokens + totals.outputTokens,
+      sessions: summary.usage.sessions,
+      messages: summary.usage.messages,
+      tool_calls: summary.usage.toolCalls,
+      turns: summary.turns,
+      tasks_completed: summary.usage.tasksCompleted,
+      skills_used: summary.usage.skillsUsed,
+    },
+    by_model: summaryRows(summary.byModel, 'model'),
+    by_channel: summaryRows(summary.byChannel, 'channel'),
+    by_session: summaryRows(summary.bySession, 'session'),
+    series: summary.series.map((point) => ({
+      start: bucketStartIso(point.bucket),
+      messages: point.messages,
+      turns: point.turns?.turns ?? 0,
+      input_tokens: point.usage.inputTokens,
+      output_tokens: point.usage.outputTokens,
+      cost_usd: usdOf(point.usage.costNanoUsd),
+      latency_p50_ms: point.turns?.p50Ms ?? null,
+      latency_p99_ms: point.turns?.p99Ms ?? null,
+    })),
+  };
 }

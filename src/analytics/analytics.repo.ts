@@ -1,5 +1,6 @@
 import { type Expression, type Kysely, type RawBuilder, type SelectQueryBuilder, type Transaction, sql } from 'kysely';
 import type { Database } from '../store/index.js';
+import { endedTurnsWithSessions, turnLatencyMs } from '../turns/index.js';
 import type { TimeRange } from './analytics.periods.js';
 
 /** `store.db` or a transaction: every query here is a read that composes inside the caller's transaction. */
@@ -289,5 +290,133 @@ export async function tasksCompletedInScope(ex: Executor, sinceIso: string, scop
     .where('tasks.finished_at', '>=', sinceIso);
   if (condition !== null) query = query.where(condition);
   const row = await query.executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** The width of one point of a time series: an hour (period `today`) or a UTC day. */
+export type BucketUnit = 'hour' | 'day';
+
+/**
+ * The bucket of an ISO timestamp column: `YYYY-MM-DDTHH` (hour) or `YYYY-MM-DD` (day). The length is
+ * written into the SQL text (PostgreSQL matches the select list to the `group by` expression by text).
+ */
+function bucketOf(column: string, unit: BucketUnit): RawBuilder<string> {
+  return unit === 'hour' ? sql<string>`substr(${sql.ref(column)}, 1, 13)` : dayOf(column);
+}
+
+/** Usage of one bucket; sums are exact integers. */
+export interface UsageBucket {
+  inputTokens: number;
+  outputTokens: number;
+  costNanoUsd: number;
+}
+
+/** Usage records of `range` and `scope` summed per bucket; buckets without usage are absent (the caller zero-fills). */
+export async function usageSeries(
+  ex: Executor,
+  range: TimeRange,
+  unit: BucketUnit,
+  scope: SessionScope = {},
+): Promise<Map<string, UsageBucket>> {
+  const bucket = bucketOf('usage_records.created_at', unit);
+  const rows = await usageRows(ex, range, scope)
+    .select([
+      bucket.as('bucket'),
+      sumInt(sql.ref('usage_records.input_tokens')).as('input_tokens'),
+      sumInt(sql.ref('usage_records.output_tokens')).as('output_tokens'),
+      sumInt(sql.ref('usage_records.cost_nano_usd')).as('cost_nano_usd'),
+    ])
+    .groupBy(bucket)
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      row.bucket,
+      {
+        inputTokens: Number(row.input_tokens),
+        outputTokens: Number(row.output_tokens),
+        costNanoUsd: Number(row.cost_nano_usd),
+      },
+    ]),
+  );
+}
+
+/** User and assistant messages of `range` and `scope` per bucket (as `messageCounts`); empty buckets are absent. */
+export async function messageSeries(
+  ex: Executor,
+  range: TimeRange,
+  unit: BucketUnit,
+  scope: SessionScope = {},
+): Promise<Map<string, number>> {
+  const bucket = bucketOf('messages.created_at', unit);
+  const rows = await messageRows(ex, range, scope)
+    .where(sql<boolean>`${sql.ref('messages.role')} in ('user', 'assistant')`)
+    .select([bucket.as('bucket'), countRows().as('n')])
+    .groupBy(bucket)
+    .execute();
+  return new Map(rows.map((row) => [row.bucket, Number(row.n)]));
+}
+
+/** Which SQL dialect a query is written for: the one place the turn latency differs between the databases. */
+export type Dialect = 'sqlite' | 'postgres';
+
+/** The turns that ended in one bucket and how long they took, from acceptance to their end. */
+export interface TurnBucket {
+  turns: number;
+  /** Median latency in ms (nearest rank). */
+  p50Ms: number;
+  /** 99th percentile latency in ms (nearest rank: the slowest turn of a bucket with fewer than 100). */
+  p99Ms: number;
+}
+
+/** Turns of `scope` that ended (`finished_at`) in `range`, with their session's columns. */
+function finishedTurns(ex: Executor, range: TimeRange, scope: SessionScope) {
+  return within(endedTurnsWithSessions(ex), 'turns.finished_at', range, scope);
+}
+
+/**
+ * Turns of `range` and `scope` that ended, per bucket of their end, with the p50 and p99 of their latency
+ * (accepted → finished, so a turn that waited for an approval counts its wait). The percentiles are nearest
+ * ranks computed by the database: each turn is numbered within its bucket by latency (`row_number`), and a
+ * percentile p is the smallest latency whose number reaches p % of the bucket's count (integer arithmetic,
+ * the same on both databases). Empty buckets are absent.
+ */
+export async function turnSeries(
+  ex: Executor,
+  dialect: Dialect,
+  range: TimeRange,
+  unit: BucketUnit,
+  scope: SessionScope = {},
+): Promise<Map<string, TurnBucket>> {
+  const durations = finishedTurns(ex, range, scope).select([
+    bucketOf('turns.finished_at', unit).as('bucket'),
+    turnLatencyMs(dialect).as('ms'),
+  ]);
+  const ranked = ex
+    .selectFrom(durations.as('d'))
+    .select([
+      sql<string>`${sql.ref('d.bucket')}`.as('bucket'),
+      sql<number>`${sql.ref('d.ms')}`.as('ms'),
+      sql<number>`row_number() over (partition by ${sql.ref('d.bucket')} order by ${sql.ref('d.ms')})`.as('rn'),
+      sql<number>`count(*) over (partition by ${sql.ref('d.bucket')})`.as('n'),
+    ]);
+  const bucket = sql<string>`${sql.ref('r.bucket')}`;
+  const percentile = (p: number) =>
+    sql<number>`min(case when ${sql.ref('r.rn')} * 100 >= ${sql.ref('r.n')} * ${sql.lit(p)} then ${sql.ref('r.ms')} end)`;
+  const rows = await ex
+    .selectFrom(ranked.as('r'))
+    .select([bucket.as('bucket'), countRows().as('turns'), percentile(50).as('p50'), percentile(99).as('p99')])
+    .groupBy(bucket)
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      row.bucket,
+      { turns: Number(row.turns), p50Ms: Math.max(0, Number(row.p50)), p99Ms: Math.max(0, Number(row.p99)) },
+    ]),
+  );
+}
+
+/** Turns of `range` and `scope` that ended (`finished_at` in the range). */
+export async function finishedTurnCount(ex: Executor, range: TimeRange, scope: SessionScope = {}): Promise<number> {
+  const row = await finishedTurns(ex, range, scope).select(countRows().as('n')).executeTakeFirstOrThrow();
   return Number(row.n);
 }

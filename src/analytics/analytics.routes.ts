@@ -3,8 +3,13 @@ import { defineRoute, type Principal, type RouteDef } from '../http/route.js';
 import { q } from '../http/validation.js';
 import { isolatedPrincipal } from '../sessions/index.js';
 import { COST_PERIODS, DEFAULT_PERIOD, STAT_PERIODS } from './analytics.periods.js';
-import { presentCostSummary, presentUsageStats, presentVariant } from './analytics.presenter.js';
-import { costSummarySchema, usageStatsSchema, variantAnalyticsSchema } from './analytics.schema.js';
+import { presentCostSummary, presentSummary, presentUsageStats, presentVariant } from './analytics.presenter.js';
+import {
+  analyticsSummarySchema,
+  costSummarySchema,
+  usageStatsSchema,
+  variantAnalyticsSchema,
+} from './analytics.schema.js';
 import type { SessionScope } from './analytics.repo.js';
 import { type AnalyticsServiceDeps, createAnalyticsService } from './analytics.service.js';
 
@@ -13,7 +18,7 @@ const COST_GROUPS = ['model', 'channel', 'session', 'day', 'agent'] as const;
 /** `group_by` of the variant GET /analytics (spec: model, tool, channel; DECISIONS §17: agent). */
 const VARIANT_GROUPS = ['model', 'tool', 'channel', 'agent'] as const;
 
-/** The filters all three routes take (DECISIONS §17, §18). */
+/** The filters every analytics route takes (DECISIONS §17, §18). */
 const scopeQuery = {
   agent: z.string().min(1).max(64).optional().describe('Only the sessions of this agent (DECISIONS §17)'),
   principal: z
@@ -29,6 +34,7 @@ const costQuery = z.object({
   ...scopeQuery,
 });
 const usageQuery = z.object({ period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD), ...scopeQuery });
+const summaryQuery = z.object({ period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD), ...scopeQuery });
 const variantQuery = z.object({
   period: q.oneOf(STAT_PERIODS, DEFAULT_PERIOD),
   group_by: q.oneOf(VARIANT_GROUPS, 'model'),
@@ -55,9 +61,11 @@ function scopeOf(
 
 /**
  * Analytics API (spec: Analytics endpoints; DECISIONS §9): GET
- * /analytics/cost, /analytics/usage and the variant /analytics. Permission
+ * /analytics/cost, /analytics/usage and the variant /analytics, and GET
+ * /analytics/summary, everything a dashboard view shows in one request of
+ * the small analytics rate group (ADR 0045). Permission
  * `api`, rate group `analytics` (DECISIONS §4). `period` defaults to `today`
- * on all three; `group_by` to `model`; `agent` and `principal` filter (see
+ * on all four; `group_by` to `model`; `agent` and `principal` filter (see
  * `scopeOf`). Every figure is an aggregate computed by the database; a store
  * failure answers 503.
  */
@@ -105,6 +113,20 @@ export function analyticsRoutes(deps: AnalyticsServiceDeps): RouteDef[] {
       ],
       handler: async (ctx, { query }) =>
         presentVariant(await service.variant(query.period, query.group_by, scopeOf(ctx.principal, query))),
+    }),
+    defineRoute({
+      method: 'GET',
+      path: '/analytics/summary',
+      permission: 'api',
+      rateGroup: 'analytics',
+      summary:
+        'Everything a dashboard view shows in one request: totals, cost by model, channel and session, and the ' +
+        'hourly (today) or daily series of messages, turns, tokens, cost and turn latency (p50, p99)',
+      tags: ['analytics'],
+      query: summaryQuery,
+      responses: [{ status: 200, description: 'The summary of the period', schema: analyticsSummarySchema }],
+      handler: async (ctx, { query }) =>
+        presentSummary(await service.summary(query.period, scopeOf(ctx.principal, query))),
     }),
   ];
 }

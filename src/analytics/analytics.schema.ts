@@ -61,3 +61,60 @@ export const variantAnalyticsSchema = z
     by_agent: z.record(z.string(), usageGroup).optional(),
   })
   .meta({ id: 'VariantAnalytics' });
+
+/** The figures of one row of a summary breakdown: model calls, tokens, cost. */
+const summaryFigures = z.object({
+  requests: tokens.meta({ description: 'Model calls' }),
+  input_tokens: tokens,
+  output_tokens: tokens,
+  cost_usd: usd,
+});
+
+const latency = z
+  .number()
+  .int()
+  .min(0)
+  .nullable()
+  .meta({ description: 'Milliseconds from acceptance to the end of the turns that ended in the bucket; null: none' });
+
+/** GET /analytics/summary: what the dashboard's Overview and each Analytics view need, in one request (ADR 0045). */
+export const analyticsSummarySchema = z
+  .object({
+    period,
+    bucket: z.enum(['hour', 'day']).meta({ description: '`hour` for period `today`, else `day` (UTC)' }),
+    totals: z.object({
+      cost_usd: usd,
+      requests: tokens.meta({ description: 'Model calls' }),
+      input_tokens: tokens,
+      output_tokens: tokens,
+      tokens,
+      sessions: tokens,
+      messages: tokens,
+      tool_calls: tokens,
+      turns: tokens.meta({ description: 'Turns that ended in the period' }),
+      tasks_completed: tokens,
+      skills_used: tokens,
+    }),
+    by_model: z.array(summaryFigures.extend({ model: z.string() })).meta({ description: 'Most expensive first' }),
+    by_channel: z.array(summaryFigures.extend({ channel: z.string() })).meta({ description: 'Most expensive first' }),
+    by_session: z.array(summaryFigures.extend({ session: z.string() })).meta({ description: 'Most expensive first' }),
+    series: z
+      .array(
+        z.object({
+          start: z.string().meta({ description: 'Start of the hour or UTC day (ISO 8601)' }),
+          messages: tokens,
+          turns: tokens,
+          input_tokens: tokens,
+          output_tokens: tokens,
+          cost_usd: usd,
+          latency_p50_ms: latency,
+          latency_p99_ms: latency,
+        }),
+      )
+      .meta({
+        description:
+          'Ascending, zeros included: the hours of today so far (period `today`), else one entry per UTC day ' +
+          'of the period (for `all`, from the first usage, at most the latest 366 days)',
+      }),
+  })
+  .meta({ id: 'AnalyticsSummary' });

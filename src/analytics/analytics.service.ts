@@ -5,21 +5,29 @@ import {
   type StatPeriod,
   dayStartIso,
   earliestTrendDay,
+  hoursSoFar,
   periodWindow,
   trendDays,
 } from './analytics.periods.js';
 import {
+  type BucketUnit,
   type SessionScope,
+  type TurnBucket,
   type UsageBreakdown,
+  type UsageBucket,
   type UsageGroup,
   activeSessionCount,
   dailyCostNanoUsd,
+  finishedTurnCount,
   firstUsageDay,
   isScoped,
   messageCounts,
+  messageSeries,
   tasksCompletedInScope,
   toolCallCounts,
+  turnSeries,
   usageBreakdown,
+  usageSeries,
 } from './analytics.repo.js';
 
 /**
@@ -30,8 +38,8 @@ export type ExtraCounts = (sinceIso: string) => Promise<{ tasks_completed: numbe
 
 /** What the analytics service reads from. */
 export interface AnalyticsServiceDeps {
-  /** The store; only `db` is used, for reads, read at each call. */
-  store: Pick<Store, 'db'>;
+  /** The store: `db` for reads, read at each call; `driver` picks the SQL of the turn latency (default sqlite). */
+  store: Pick<Store, 'db'> & Partial<Pick<Store, 'driver'>>;
   /** "Today" comes from here. */
   clock: Clock;
   /** Tasks completed and skills used since a time; absent → both 0. */
@@ -72,6 +80,30 @@ export interface VariantAnalytics {
   byAgent: UsageBreakdown | null;
 }
 
+/** One point of the summary's time series: everything that happened in one hour or UTC day. */
+export interface SeriesPoint {
+  /** `YYYY-MM-DDTHH` (hour) or `YYYY-MM-DD` (day). */
+  bucket: string;
+  messages: number;
+  usage: UsageBucket;
+  /** Null when no turn ended in the bucket. */
+  turns: TurnBucket | null;
+}
+
+/** What the dashboard's views need of a period, in one answer (GET /analytics/summary, ADR 0045). */
+export interface AnalyticsSummary {
+  period: StatPeriod;
+  usage: UsageStats;
+  /** Turns that ended in the period. */
+  turns: number;
+  byModel: UsageBreakdown;
+  byChannel: UsageBreakdown;
+  bySession: UsageBreakdown;
+  unit: BucketUnit;
+  /** Hours of today so far (`today`), else one entry per UTC day as the cost trend (at most the latest 366). */
+  series: SeriesPoint[];
+}
+
 /**
  * Read-only analytics over usage, messages and sessions; every figure is an
  * aggregate computed by the database. `scope` (default: none) restricts every
@@ -93,11 +125,13 @@ export interface AnalyticsService {
   usageStats(period: StatPeriod, scope?: SessionScope): Promise<UsageStats>;
   /** The variant response: totals, per model, per tool, and per channel (agent) when `groupBy` is `channel` (`agent`). */
   variant(period: StatPeriod, groupBy: VariantGroup, scope?: SessionScope): Promise<VariantAnalytics>;
+  /** Totals, cost by model, channel and session, and the hourly or daily series of `period`, at once. */
+  summary(period: StatPeriod, scope?: SessionScope): Promise<AnalyticsSummary>;
 }
 
 /** Builds the analytics service. Store failures reject with the store's errors (the HTTP layer maps them to 503). */
 export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsService {
-  return {
+  const service: AnalyticsService = {
     async costSummary(period, groupBy, scope = {}) {
       const db = deps.store.db;
       const window = periodWindow(period, deps.clock.now());
@@ -154,5 +188,37 @@ export function createAnalyticsService(deps: AnalyticsServiceDeps): AnalyticsSer
       ]);
       return { period, totalMessages: counts.messages, byModel, byTool, byChannel, byAgent };
     },
+
+    async summary(period, scope = {}) {
+      const db = deps.store.db;
+      const dialect = deps.store.driver ?? 'sqlite';
+      const now = deps.clock.now();
+      const window = periodWindow(period, now);
+      const unit: BucketUnit = period === 'today' ? 'hour' : 'day';
+      // The series of `all` covers the trend's days (the latest 366 at most), as the cost summary's trend.
+      const seriesRange =
+        window.since === null ? { since: dayStartIso(earliestTrendDay(window.today)), until: window.until } : window;
+      const [usage, turns, byModel, byChannel, bySession, usageByBucket, messagesByBucket, turnsByBucket, firstDay] =
+        await Promise.all([
+          service.usageStats(period, scope),
+          finishedTurnCount(db, window, scope),
+          usageBreakdown(db, window, 'model', scope),
+          usageBreakdown(db, window, 'channel', scope),
+          usageBreakdown(db, window, 'session', scope),
+          usageSeries(db, seriesRange, unit, scope),
+          messageSeries(db, seriesRange, unit, scope),
+          turnSeries(db, dialect, seriesRange, unit, scope),
+          window.firstDay ?? firstUsageDay(db, window.until, scope),
+        ]);
+      const buckets = unit === 'hour' ? hoursSoFar(now) : trendDays(firstDay ?? window.today, window.today);
+      const series = buckets.map((bucket) => ({
+        bucket,
+        messages: messagesByBucket.get(bucket) ?? 0,
+        usage: usageByBucket.get(bucket) ?? { inputTokens: 0, outputTokens: 0, costNanoUsd: 0 },
+        turns: turnsByBucket.get(bucket) ?? null,
+      }));
+      return { period, usage, turns, byModel, byChannel, bySession, unit, series };
+    },
   };
+  return service;
 }

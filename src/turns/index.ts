@@ -44,9 +44,11 @@ export type { MessageView } from './turns.presenter.js';
 export { type TurnRecord } from './turns.repo.js';
 export { isTerminalStatus, type TurnStatus } from './turn-status.js';
 export {
+  endedTurnsWithSessions,
   listRunningCronRunsWithEndedTurns,
   listRunningTasksWithEndedTurns,
   listTurnsWithoutReply,
+  turnLatencyMs,
   type CronRunWithTurn,
 } from './turns.queries.js';
 export { presentTurn, turnOutcomeMessage } from './turns.presenter.js';

@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import { type Kysely, type RawBuilder, type Selectable, type Transaction, sql } from 'kysely';
 import type { Database } from '../store/index.js';
 import { sessionKeyFor } from './inbound.js';
 import { TERMINAL_STATUSES } from './turn-status.js';
@@ -94,4 +94,29 @@ export async function listTurnsWithoutReply(
     .limit(limit)
     .execute();
   return rows.map((row) => row.event_id);
+}
+
+/**
+ * The turns that ended, each with its session's columns (`sessions.*`, for a scope by agent or principal): the
+ * analytics capability narrows them by time and scope and groups them (analytics.repo.ts `turnSeries`).
+ */
+export function endedTurnsWithSessions(ex: Executor) {
+  return ex
+    .selectFrom('turns')
+    .leftJoin('sessions', 'sessions.key', 'turns.session_key')
+    .where('turns.finished_at', 'is not', null);
+}
+
+/**
+ * Milliseconds from `accepted_at` to `finished_at` of a turn. The timestamps are ISO 8601 UTC text, and the
+ * two databases have no common function for the distance between two such texts: SQLite's `julianday`
+ * (fractional days, well under a millisecond of error at today's dates) and PostgreSQL's `timestamptz`
+ * subtraction.
+ */
+export function turnLatencyMs(dialect: 'sqlite' | 'postgres'): RawBuilder<number> {
+  const accepted = sql.ref('turns.accepted_at');
+  const finished = sql.ref('turns.finished_at');
+  return dialect === 'postgres'
+    ? sql<number>`cast(round(extract(epoch from (cast(${finished} as timestamptz) - cast(${accepted} as timestamptz))) * 1000) as bigint)`
+    : sql<number>`cast(round((julianday(${finished}) - julianday(${accepted})) * 86400000) as integer)`;
 }

@@ -41,6 +41,7 @@ const RULES: Record<string, Rule> = {
   'GET /analytics': 'list',
   'GET /analytics/cost': 'list',
   'GET /analytics/usage': 'list',
+  'GET /analytics/summary': 'list',
   'GET /agents': 'shared',
   'GET /agents/:id': 'shared',
   'GET /whoami': 'shared',

@@ -21,3 +21,7 @@ export type Skill = Schemas['Skill'];
 export const PAUSED: ReadonlySet<string> = new Set(['waiting_approval', 'waiting_clarification']);
 /** Turn statuses that end a turn. */
 export const TERMINAL: ReadonlySet<string> = new Set(['completed', 'incomplete', 'failed', 'interrupted']);
+/** Everything a dashboard view shows of a period, in one analytics request (`AnalyticsSummary`, ADR 0045). */
+export type AnalyticsSummary = Schemas['AnalyticsSummary'];
+/** The gateway's health (`HealthReport`). */
+export type HealthReport = Schemas['HealthReport'];

@@ -5,7 +5,7 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { describeError } from './errors';
+import { describeError, retryDelayMs } from './errors';
 import type { LiveEvent, LiveFeed } from './page';
 
 const localFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
@@ -73,7 +73,8 @@ export interface Loaded<T> {
 
 /**
  * Runs `load` now and whenever `deps` change; `reload()` runs it again. Answers that arrive after a newer load
- * started are dropped, so a slow answer never overwrites a fresh one.
+ * started are dropped, so a slow answer never overwrites a fresh one. A failure that names a wait (429,
+ * `Retry-After`) loads again by itself once the wait has passed (`retryDelayMs`).
  */
 export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]): Loaded<T> {
   const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({
@@ -82,20 +83,26 @@ export function useLoad<T>(load: () => Promise<T>, deps: readonly unknown[]): Lo
     loading: true,
   });
   const generation = useRef(0);
+  const retry = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const loadRef = useRef(load);
   loadRef.current = load;
   const reload = useCallback(() => {
     const mine = ++generation.current;
+    clearTimeout(retry.current);
     setState((s) => ({ ...s, loading: true }));
     loadRef.current().then(
       (data) => {
         if (mine === generation.current) setState({ data, error: undefined, loading: false });
       },
       (error: unknown) => {
-        if (mine === generation.current) setState((s) => ({ ...s, error, loading: false }));
+        if (mine !== generation.current) return;
+        setState((s) => ({ ...s, error, loading: false }));
+        const wait = retryDelayMs(error);
+        if (wait !== undefined) retry.current = setTimeout(reload, wait);
       },
     );
   }, []);
+  useEffect(() => () => clearTimeout(retry.current), []);
   useEffect(reload, deps);
   return { ...state, reload };
 }

@@ -1,21 +1,23 @@
 /**
- * Analytics (`#/analytics`): spend per day as a chart, the breakdown of cost by model, channel and session, the
- * usage counters, and the period they cover (today, the last 7 or 30 days, or all time; days are UTC days).
- * The analytics routes share a small rate group (10 a minute by default), so one view costs four requests
- * (the cost grouped by model, channel and session, and the usage) and finished turns refresh it at most every
- * 20 seconds.
+ * Analytics (`#/analytics`): spend per day (per hour for today) as a chart, messages and turns, tokens and turn
+ * latency as charts, the breakdown of cost by model, channel and session, the usage counters, and the period
+ * they cover (today, the last 7 or 30 days, or all time; days are UTC days). The analytics routes share a small
+ * rate group (10 a minute by default), so a view is one request, GET /analytics/summary (ADR 0045), and finished
+ * turns refresh it at most every 20 seconds.
  */
 import { Fragment, type ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import type { GatehouseClient } from '../../../client/index.js';
-import type { Schemas } from '../api';
+import type { AnalyticsSummary } from '../api';
 import { must } from '../errors';
 import type { PageProps } from '../page';
 import { Empty, ErrorBox, useLive, useLoad, useThrottled, usd } from '../ui';
+import { ModelCost, PriceHint, unpriced } from './analytics/cost-cell';
 import { CostChart } from './analytics/cost-chart';
+import { SeriesChart } from './analytics/series-chart';
+import { ActivityCharts } from './analytics/summary-charts';
 import './analytics/analytics.css';
 
-type Period = Schemas['CostSummary']['period'];
+type Period = AnalyticsSummary['period'];
 
 const PERIODS: readonly { value: Period; label: string }[] = [
   { value: 'today', label: 'Today' },
@@ -24,10 +26,9 @@ const PERIODS: readonly { value: Period; label: string }[] = [
   { value: 'all', label: 'All time' },
 ];
 
-/** Live refreshes at most this often: four analytics requests each. */
+/** Live refreshes at most this often: one analytics request each. */
 const LIVE_REFRESH_MS = 20_000;
 
-type CostSummary = Schemas['CostSummary'];
 type Grouping = 'model' | 'channel' | 'session';
 
 /** One row of a breakdown table. */
@@ -38,29 +39,14 @@ interface Row {
   cost: number;
 }
 
-interface Report {
-  byModel: CostSummary;
-  byChannel: CostSummary;
-  bySession: CostSummary;
-  usage: Schemas['UsageStats'];
-}
-
-async function loadReport(api: GatehouseClient, period: Period): Promise<Report> {
-  const cost = (group_by: Grouping) =>
-    must(api.GET('/api/v1/analytics/cost', { params: { query: { period, group_by } } }));
-  const [byModel, byChannel, bySession, usage] = await Promise.all([
-    cost('model'),
-    cost('channel'),
-    cost('session'),
-    must(api.GET('/api/v1/analytics/usage', { params: { query: { period } } })),
-  ]);
-  return { byModel, byChannel, bySession, usage };
-}
-
-/** The rows of a cost breakdown (most expensive first, as the API sorts them), keyed by `grouping`. */
-function rowsOf(summary: CostSummary, grouping: Grouping): Row[] {
-  return summary.breakdown.map((item) => ({
-    key: item[grouping] ?? '—',
+/** The rows of a breakdown (most expensive first, as the API sorts them), keyed by `grouping`. */
+function rowsOf(summary: AnalyticsSummary, grouping: Grouping): Row[] {
+  const items: readonly ({ input_tokens: number; output_tokens: number; cost_usd: number } & Record<
+    string,
+    unknown
+  >)[] = grouping === 'model' ? summary.by_model : grouping === 'channel' ? summary.by_channel : summary.by_session;
+  return items.map((item) => ({
+    key: typeof item[grouping] === 'string' ? item[grouping] : '—',
     input: item.input_tokens,
     output: item.output_tokens,
     cost: item.cost_usd,
@@ -86,7 +72,17 @@ function Counter({ label, children }: { label: string; children: ComponentChildr
   );
 }
 
-function Breakdown({ title, keyName, rows, empty }: { title: string; keyName: string; rows: Row[]; empty: string }) {
+function Breakdown({
+  title,
+  keyName,
+  rows,
+  empty,
+}: {
+  title: string;
+  keyName: 'Model' | 'Channel' | 'Session';
+  rows: Row[];
+  empty: string;
+}) {
   const id = `breakdown-${keyName.toLowerCase()}`;
   return (
     <section aria-labelledby={id}>
@@ -117,7 +113,16 @@ function Breakdown({ title, keyName, rows, empty }: { title: string; keyName: st
                   <td class="key">{breakable(row.key)}</td>
                   <td class="num">{row.input}</td>
                   <td class="num">{row.output}</td>
-                  <td class="num">{usd(row.cost)}</td>
+                  <td class="num">
+                    {keyName === 'Model' ? (
+                      <ModelCost
+                        model={row.key}
+                        row={{ input_tokens: row.input, output_tokens: row.output, cost_usd: row.cost }}
+                      />
+                    ) : (
+                      usd(row.cost)
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -130,16 +135,19 @@ function Breakdown({ title, keyName, rows, empty }: { title: string; keyName: st
 
 export default function AnalyticsPage({ api, live }: PageProps) {
   const [period, setPeriod] = useState<Period>('week');
-  const report = useLoad(() => loadReport(api, period), [api, period]);
+  const report = useLoad(
+    () => must(api.GET('/api/v1/analytics/summary', { params: { query: { period } } })),
+    [api, period],
+  );
   const refresh = useThrottled(report.reload, LIVE_REFRESH_MS);
   useLive(live, ['turns'], (event) => {
     if (event.event === 'done') refresh();
   });
 
   const data = report.data;
-  const spent = (data?.byModel.daily_trend ?? []).some((day) => day.cost_usd > 0);
-  const tokens = data?.byModel.breakdown.reduce((sum, row) => sum + row.input_tokens + row.output_tokens, 0);
+  const spent = (data?.series ?? []).some((point) => point.cost_usd > 0);
   const label = PERIODS.find((p) => p.value === period)?.label ?? period;
+  const noPrice = (data?.by_model ?? []).filter(unpriced).map((row) => row.model);
 
   return (
     <section aria-labelledby="analytics-title">
@@ -164,38 +172,60 @@ export default function AnalyticsPage({ api, live }: PageProps) {
 
       <div class="grid" aria-label="Totals">
         <Counter label={`Spend (${label.toLowerCase()})`}>
-          <span data-field="total">{data ? usd(data.byModel.total_usd) : '…'}</span>
+          <span data-field="total">{data ? usd(data.totals.cost_usd) : '…'}</span>
         </Counter>
-        <Counter label="Tokens">{tokens ?? '…'}</Counter>
-        <Counter label="Sessions">{data?.usage.sessions ?? '…'}</Counter>
-        <Counter label="Messages">{data?.usage.messages ?? '…'}</Counter>
-        <Counter label="Tool calls">{data?.usage.tool_calls ?? '…'}</Counter>
-        <Counter label="Tasks completed">{data?.usage.tasks_completed ?? '…'}</Counter>
-        <Counter label="Skills used">{data?.usage.skills_used ?? '…'}</Counter>
+        <Counter label="Tokens">{data?.totals.tokens ?? '…'}</Counter>
+        <Counter label="Sessions">{data?.totals.sessions ?? '…'}</Counter>
+        <Counter label="Messages">{data?.totals.messages ?? '…'}</Counter>
+        <Counter label="Turns">{data?.totals.turns ?? '…'}</Counter>
+        <Counter label="Tool calls">{data?.totals.tool_calls ?? '…'}</Counter>
+        <Counter label="Tasks completed">{data?.totals.tasks_completed ?? '…'}</Counter>
+        <Counter label="Skills used">{data?.totals.skills_used ?? '…'}</Counter>
       </div>
 
-      <h2>Cost per day</h2>
+      <h2>{data?.bucket === 'hour' ? 'Cost per hour' : 'Cost per day'}</h2>
       {data && !spent && <Empty>Nothing spent in this period.</Empty>}
-      {data && spent && <CostChart days={data.byModel.daily_trend} />}
+      {data && spent && data.bucket === 'day' && (
+        <CostChart days={data.series.map((point) => ({ date: point.start.slice(0, 10), cost_usd: point.cost_usd }))} />
+      )}
+      {data && spent && data.bucket === 'hour' && (
+        <SeriesChart
+          title="Cost"
+          starts={data.series.map((point) => point.start)}
+          unit="hour"
+          format={usd}
+          lines={[{ label: 'Cost', values: data.series.map((point) => point.cost_usd) }]}
+        />
+      )}
+
+      {data && (
+        <section aria-labelledby="analytics-activity">
+          <h2 id="analytics-activity">Activity</h2>
+          <ActivityCharts summary={data} />
+        </section>
+      )}
 
       {data && (
         <div class="breakdowns">
-          <Breakdown
-            title="By model"
-            keyName="Model"
-            rows={rowsOf(data.byModel, 'model')}
-            empty="No model was called in this period."
-          />
+          <div>
+            <Breakdown
+              title="By model"
+              keyName="Model"
+              rows={rowsOf(data, 'model')}
+              empty="No model was called in this period."
+            />
+            <PriceHint models={noPrice} />
+          </div>
           <Breakdown
             title="By channel"
             keyName="Channel"
-            rows={rowsOf(data.byChannel, 'channel')}
+            rows={rowsOf(data, 'channel')}
             empty="No channel had a turn in this period."
           />
           <Breakdown
             title="By session"
             keyName="Session"
-            rows={rowsOf(data.bySession, 'session')}
+            rows={rowsOf(data, 'session')}
             empty="No session spent in this period."
           />
         </div>

@@ -1,62 +1,132 @@
 /**
- * Overview (`#/overview`, the default page): the gateway's health (status, provider, channels, WebSocket
- * clients, sessions), today's usage, and today's spend against the daily budget (`budget.daily_usd` of the
- * config; none means unlimited). Refreshes on live session, turn and channel events.
+ * Overview (`#/overview`, the default page) answers "is it OK?": the status and why (each component that is
+ * not ok, with its message, from GET /health; on the `echo` provider a first-run checklist instead), version,
+ * uptime, provider and model, the turns waiting for a person, today's usage and spend against the daily budget
+ * (`budget.daily_usd`; none means unlimited), charts of today's messages, turns, tokens and turn latency, the
+ * channels, and today's spend by model.
+ *
+ * Today's figures come from one request, GET /analytics/summary (ADR 0045): the analytics routes share a small
+ * rate group (10 a minute by default), so live events refresh them at most every 20 seconds, while the health
+ * report (the `read` group) follows them within half a second.
  */
 import type { ComponentChildren } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
 import { must } from '../errors';
 import type { PageProps } from '../page';
-import { Badge, Empty, ErrorBox, useLive, useLoad, useThrottled, usd } from '../ui';
+import { usePendingApprovals } from '../pending';
+import { Badge, Empty, ErrorBox, useLive, useLoad, useNow, useThrottled, usd } from '../ui';
+import { ModelCost, PriceHint, unpriced } from './analytics/cost-cell';
+import { ActivityCharts } from './analytics/summary-charts';
+import { FirstRunChecklist, HealthWhy, onEcho, providerParts } from './overview/health-why';
+import './overview/overview.css';
+
+/** Today's analytics refresh on live events at most this often: one request of the analytics group each. */
+const ANALYTICS_REFRESH_MS = 20_000;
 
 /** One figure of the overview. */
-function Stat({ label, children }: { label: string; children: ComponentChildren }) {
+function Stat({ label, field, children }: { label: string; field?: string; children: ComponentChildren }) {
   return (
-    <div class="card stat">
+    <div class="card stat" data-stat={field}>
       <div class="label">{label}</div>
       <div class="value">{children}</div>
     </div>
   );
 }
 
-export default function OverviewPage({ api, live }: PageProps) {
+/** `3 d 4 h`, `2 h 5 min`, `4 min 10 s`, `12 s`. */
+export function uptimeText(totalSeconds: number): string {
+  const s = Math.max(0, Math.floor(totalSeconds));
+  const days = Math.floor(s / 86_400);
+  const hours = Math.floor((s % 86_400) / 3600);
+  const minutes = Math.floor((s % 3600) / 60);
+  if (days > 0) return `${days} d ${hours} h`;
+  if (hours > 0) return `${hours} h ${minutes} min`;
+  if (minutes > 0) return `${minutes} min ${s % 60} s`;
+  return `${s} s`;
+}
+
+export default function OverviewPage({ api, live, role }: PageProps) {
   const health = useLoad(() => must(api.GET('/api/v1/health')), [api]);
-  const cost = useLoad(
-    () => must(api.GET('/api/v1/analytics/cost', { params: { query: { period: 'today' } } })),
-    [api],
-  );
-  const usage = useLoad(
-    () => must(api.GET('/api/v1/analytics/usage', { params: { query: { period: 'today' } } })),
+  const today = useLoad(
+    () => must(api.GET('/api/v1/analytics/summary', { params: { query: { period: 'today' } } })),
     [api],
   );
   const config = useLoad(() => must(api.GET('/api/v1/config')), [api]);
-  const refresh = useThrottled(() => {
-    health.reload();
-    cost.reload();
-    usage.reload();
-  }, 500);
+  const pending = usePendingApprovals({ api, role, live });
+  const refreshHealth = useThrottled(health.reload, 500);
+  const refreshToday = useThrottled(today.reload, ANALYTICS_REFRESH_MS);
   useLive(live, ['sessions', 'turns', 'channels'], (event) => {
-    if (event.topic !== 'turns' || event.event === 'done' || event.event === 'status') refresh();
+    if (event.topic !== 'turns' || event.event === 'done' || event.event === 'status') refreshHealth();
+    if (event.topic === 'turns' && event.event === 'done') refreshToday();
   });
 
+  // The uptime counts on between reloads of the report: seconds since it arrived are added to its figure.
   const report = health.data;
-  const spent = cost.data?.total_usd;
+  const [loadedAt, setLoadedAt] = useState(() => Date.now());
+  useEffect(() => setLoadedAt(Date.now()), [report]);
+  const now = useNow(report !== undefined);
+  const uptime = report ? report.uptime_seconds + Math.max(0, Math.floor((now - loadedAt) / 1000)) : undefined;
+
+  const summary = today.data;
+  const spent = summary?.totals.cost_usd;
   const budget = config.data?.budget.daily_usd ?? null;
   const channels = Object.entries(report?.active_channels ?? {});
   const share = budget && spent !== undefined ? Math.min(spent / budget, 1) : undefined;
+  const provider = report ? providerParts(report.provider) : undefined;
+  const noPrice = (summary?.by_model ?? []).filter(unpriced).map((row) => row.model);
 
   return (
     <section aria-labelledby="overview-title">
       <h1 id="overview-title">Overview</h1>
-      {[health, cost, usage, config].map(
+      {[health, today, config].map(
         (load, index) => load.error !== undefined && <ErrorBox key={index} error={load.error} />,
       )}
-      <div class="grid" aria-label="Health">
-        <Stat label="Status">{report ? <Badge status={report.status} /> : '…'}</Stat>
-        <Stat label="Provider">{report?.provider ?? '…'}</Stat>
+
+      <div class="overview-status card" aria-labelledby="overview-status-title">
+        <h2 id="overview-status-title" class="overview-status-title">
+          Status {report ? <Badge status={report.status} /> : <span class="muted">…</span>}
+        </h2>
+        {report && (
+          <p class="muted overview-answering">
+            Answering with <code data-field="provider-model">{report.provider}</code>.
+          </p>
+        )}
+        {report && <HealthWhy report={report} />}
+      </div>
+      {report && onEcho(report) && <FirstRunChecklist />}
+
+      <div class="grid overview-facts" aria-label="Gateway">
+        <Stat label="Version" field="version">
+          {report?.version ?? '…'}
+        </Stat>
+        <Stat label="Uptime" field="uptime">
+          {uptime === undefined ? '…' : uptimeText(uptime)}
+        </Stat>
+        <Stat label="Provider" field="provider">
+          {provider?.type ?? '…'}
+        </Stat>
+        <Stat label="Model" field="model">
+          {provider?.model ?? '…'}
+        </Stat>
+        {role === 'admin' && (
+          <Stat label="Waiting for a person" field="pending">
+            {pending === null ? (
+              '…'
+            ) : (
+              <a href="#/approvals" aria-label={`${pending} turns waiting for approval or an answer: open Approvals`}>
+                {pending}
+              </a>
+            )}
+          </Stat>
+        )}
         <Stat label="WebSocket clients">{report?.ws_clients ?? '…'}</Stat>
         <Stat label="Sessions (active / total)">
           {report ? `${report.active_sessions} / ${report.total_sessions}` : '…'}
         </Stat>
+      </div>
+
+      <h2>Today</h2>
+      <div class="grid" aria-label="Today">
         <Stat label="Spend today">
           <span data-field="spend">{usd(spent)}</span>
           <span class="muted"> of {budget === null ? 'no budget' : usd(budget)}</span>
@@ -73,13 +143,24 @@ export default function OverviewPage({ api, live }: PageProps) {
             />
           )}
         </Stat>
-        <Stat label="Messages today">{usage.data?.messages ?? '…'}</Stat>
-        <Stat label="Tool calls today">{usage.data?.tool_calls ?? '…'}</Stat>
+        <Stat label="Messages today" field="messages">
+          {summary?.totals.messages ?? '…'}
+        </Stat>
+        <Stat label="Turns today" field="turns">
+          {summary?.totals.turns ?? '…'}
+        </Stat>
+        <Stat label="Tokens today" field="tokens">
+          {summary?.totals.tokens ?? '…'}
+        </Stat>
+        <Stat label="Tool calls today">{summary?.totals.tool_calls ?? '…'}</Stat>
       </div>
-      {report?.error && (
-        <p class="error-box" role="alert">
-          {report.error.message}
-        </p>
+      {summary && (
+        <section aria-labelledby="overview-activity" class="overview-activity">
+          <h3 id="overview-activity" class="visually-hidden">
+            Today by hour
+          </h3>
+          <ActivityCharts summary={summary} />
+        </section>
       )}
 
       <h2>Channels</h2>
@@ -109,8 +190,8 @@ export default function OverviewPage({ api, live }: PageProps) {
       )}
 
       <h2>Spend today by model</h2>
-      {cost.data && cost.data.breakdown.length === 0 && <Empty>Nothing spent today.</Empty>}
-      {cost.data && cost.data.breakdown.length > 0 && (
+      {summary && summary.by_model.length === 0 && <Empty>Nothing spent today.</Empty>}
+      {summary && summary.by_model.length > 0 && (
         <div class="table-wrap">
           <table>
             <caption class="visually-hidden">Today's cost by model</caption>
@@ -123,18 +204,21 @@ export default function OverviewPage({ api, live }: PageProps) {
               </tr>
             </thead>
             <tbody>
-              {cost.data.breakdown.map((row) => (
-                <tr key={row.model ?? 'unknown'}>
-                  <td>{row.model ?? '—'}</td>
+              {summary.by_model.map((row) => (
+                <tr key={row.model}>
+                  <td>{row.model}</td>
                   <td>{row.input_tokens}</td>
                   <td>{row.output_tokens}</td>
-                  <td>{usd(row.cost_usd)}</td>
+                  <td>
+                    <ModelCost model={row.model} row={row} />
+                  </td>
                 </tr>
               ))}
             </tbody>
           </table>
         </div>
       )}
+      <PriceHint models={noPrice} />
     </section>
   );
 }
