@@ -58,14 +58,22 @@ function widestLabel(dates: readonly string[], unit: TickUnit): number {
   return widest;
 }
 
-/** Bumps on a change of the system's colour scheme, so the canvas is drawn again in the theme's colours. */
+/**
+ * Bumps on a change of the theme in force (the header's toggle sets `<html data-theme>`; the system's scheme
+ * decides until then), so the canvas is drawn again in the theme's colours.
+ */
 function useColourScheme(): number {
   const [generation, setGeneration] = useState(0);
   useEffect(() => {
     const query = matchMedia('(prefers-color-scheme: dark)');
     const changed = () => setGeneration((n) => n + 1);
     query.addEventListener('change', changed);
-    return () => query.removeEventListener('change', changed);
+    const toggled = new MutationObserver(changed);
+    toggled.observe(document.documentElement, { attributes: true, attributeFilter: ['data-theme'] });
+    return () => {
+      query.removeEventListener('change', changed);
+      toggled.disconnect();
+    };
   }, []);
   return generation;
 }
