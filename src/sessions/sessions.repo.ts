@@ -1,4 +1,4 @@
-import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { ExpressionBuilder, Kysely, Selectable, Transaction } from 'kysely';
 import { sql } from 'kysely';
 import { prepared, preparedSql, type Database, type MessagesTable, type SessionsTable } from '../store/index.js';
 import {
@@ -32,7 +32,32 @@ export interface SessionRecord {
   agent: string;
   /** The principal that owns it (DECISIONS §18). */
   principal: string;
+  /**
+   * The start of the first user message of the current context epoch (at most `TITLE_SOURCE_CHARS`
+   * characters), null when there is none; absent where the read did not look (`presentSession` falls back).
+   */
+  firstUserText?: string | null;
+  /** With a `q` search: the newest message of the current epoch whose text matches it. */
+  match?: MessageMatch;
 }
+
+/** A message matching a session search (`ListSessionsOptions.q`). */
+export interface MessageMatch {
+  id: string;
+  role: string;
+  eventId: string | null;
+  createdAt: string;
+  /** The start of its text (at most `MATCH_SOURCE_CHARS` characters), where the presenter cuts a snippet. */
+  text: string;
+  /** The text searched for. */
+  query: string;
+}
+
+/** Characters of the first user message read for a title: enough to cut one, never the whole text. */
+export const TITLE_SOURCE_CHARS = 200;
+
+/** Characters of a matching message read for its snippet. */
+export const MATCH_SOURCE_CHARS = 2000;
 
 /** Who a new session belongs to and which agent runs it; absent: `main`, owned by `default`. */
 export interface SessionOrigin {
@@ -74,6 +99,11 @@ export interface ListSessionsOptions {
   limit: number;
   /** Position after which the page starts; null or absent for the first page. */
   cursor?: SessionCursor | null;
+  /**
+   * Only sessions with a message of the current context epoch containing this text (case-insensitive for
+   * ASCII letters; `%` and `_` match themselves). Each item then carries its newest matching message.
+   */
+  q?: string | null;
 }
 
 /** One page of sessions. */
@@ -173,16 +203,35 @@ export async function getSession(ex: Executor, key: string): Promise<SessionReco
  * (descending, byte order). Keyset pagination on `(last_active, key)`: a
  * session that becomes active between two pages moves to the front and is not
  * repeated; the pages already handed out never shift. `total` counts every
- * match regardless of the cursor.
+ * match regardless of the cursor. Each item carries the source of its title
+ * (`firstUserText`: one indexed row per session, its text cut), and with `q`
+ * its newest matching message.
  */
 export async function listSessions(ex: Executor, options: ListSessionsOptions): Promise<SessionPage> {
   const status = options.status ?? 'all';
+  const pattern = options.q ? likePattern(options.q) : null;
   let filtered = ex.selectFrom('sessions').where('deleted_at', 'is', null);
   if (options.channel != null) filtered = filtered.where('channel', '=', options.channel);
   if (options.principal !== undefined) filtered = filtered.where('principal', '=', options.principal);
   if (status !== 'all') filtered = filtered.where('status', '=', status);
+  // A search reads the current-epoch messages of the sessions the other filters keep, each session's through
+  // messages_by_session (key, epoch, id); there is no full-text index over messages (the answer is paged).
+  if (pattern !== null) filtered = filtered.where((eb) => eb.exists(matching(eb, pattern).select('m.id')));
 
-  let page = filtered.selectAll();
+  let page = filtered.selectAll('sessions').select((eb) =>
+    eb
+      .selectFrom('messages as m')
+      .select(sql<string>`substr(m.content, 1, ${sql.lit(TITLE_SOURCE_CHARS)})`.as('t'))
+      .whereRef('m.session_key', '=', 'sessions.key')
+      .whereRef('m.context_epoch', '=', 'sessions.context_epoch')
+      .where('m.role', '=', 'user')
+      .orderBy('m.id')
+      .limit(1)
+      .as('first_user_text'),
+  );
+  if (pattern !== null) {
+    page = page.select((eb) => matching(eb, pattern).select('m.id').orderBy('m.id', 'desc').limit(1).as('match_id'));
+  }
   const cursor = options.cursor;
   if (cursor) {
     page = page.where((eb) => eb(eb.refTuple('last_active', 'key'), '<', eb.tuple(cursor.lastActive, cursor.key)));
@@ -194,7 +243,20 @@ export async function listSessions(ex: Executor, options: ListSessionsOptions): 
     .execute();
   const count = await filtered.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
   const hasMore = rows.length > options.limit;
-  const items = rows.slice(0, options.limit).map(toSession);
+  const kept = rows.slice(0, options.limit);
+  const matches = await matchesByIds(
+    ex,
+    kept.flatMap((row) => ('match_id' in row && typeof row.match_id === 'string' ? [row.match_id] : [])),
+    options.q ?? '',
+  );
+  const items = kept.map((row) => {
+    const session = toSession(row);
+    session.firstUserText = row.first_user_text ?? null;
+    const matchId = 'match_id' in row ? row.match_id : null;
+    const match = typeof matchId === 'string' ? matches.get(matchId) : undefined;
+    if (match) session.match = match;
+    return session;
+  });
   const last = items.at(-1);
   return {
     items,
@@ -203,6 +265,59 @@ export async function listSessions(ex: Executor, options: ListSessionsOptions): 
     nextCursor: hasMore && last ? { lastActive: last.lastActive, key: last.key } : null,
   };
 }
+
+/** The messages of the outer `sessions` row's current epoch whose text matches `pattern` (a LIKE pattern, lower case). */
+function matching(eb: ExpressionBuilder<Database, 'sessions'>, pattern: string) {
+  return eb
+    .selectFrom('messages as m')
+    .whereRef('m.session_key', '=', 'sessions.key')
+    .whereRef('m.context_epoch', '=', 'sessions.context_epoch')
+    .where(sql<boolean>`lower(m.content) like ${pattern} escape '!'`);
+}
+
+/** `text` as a case-folded LIKE pattern matching it anywhere, its wildcards escaped (escape character `!`). */
+export function likePattern(text: string): string {
+  return `%${text.toLowerCase().replace(/[!%_]/g, (c) => `!${c}`)}%`;
+}
+
+/** The matched messages of one page, by id (their text cut at `MATCH_SOURCE_CHARS`). */
+async function matchesByIds(ex: Executor, ids: string[], query: string): Promise<Map<string, MessageMatch>> {
+  if (ids.length === 0) return new Map();
+  const rows = await ex
+    .selectFrom('messages')
+    .select([
+      'id',
+      'role',
+      'event_id',
+      'created_at',
+      sql<string>`substr(content, 1, ${sql.lit(MATCH_SOURCE_CHARS)})`.as('text'),
+    ])
+    .where('id', 'in', ids)
+    .execute();
+  return new Map(
+    rows.map((row) => [
+      row.id,
+      { id: row.id, role: row.role, eventId: row.event_id, createdAt: row.created_at, text: row.text ?? '', query },
+    ]),
+  );
+}
+
+/** The start of the first user message of `epoch` of session `key` (its title's source), or null. */
+export async function firstUserText(ex: Executor, key: string, epoch: number): Promise<string | null> {
+  const row = await firstUser.first(ex, { key, epoch });
+  return row?.t ?? null;
+}
+
+const firstUser = prepared((ex, input: { key: string; epoch: number }) =>
+  ex
+    .selectFrom('messages')
+    .select(sql<string>`substr(content, 1, ${sql.lit(TITLE_SOURCE_CHARS)})`.as('t'))
+    .where('session_key', '=', input.key)
+    .where('context_epoch', '=', input.epoch)
+    .where('role', '=', 'user')
+    .orderBy('id')
+    .limit(1),
+);
 
 /**
  * Records activity on a live session: `last_active = now`, `message_count +=

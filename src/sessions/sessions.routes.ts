@@ -32,7 +32,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       method: 'GET',
       path: '/sessions',
       permission: 'api',
-      summary: 'List sessions, newest activity first (cursor pagination)',
+      summary: 'List sessions, newest activity first (cursor pagination); `q` searches their messages',
       tags: ['sessions'],
       query: listQuery,
       responses: [{ status: 200, description: 'One page of sessions', schema: sessionListSchema }],
@@ -48,6 +48,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
           status: query.status ?? 'all',
           limit: query.limit,
           cursor,
+          q: query.q ?? null,
         });
         return {
           items: page.items.map(presentSession),
@@ -88,7 +89,7 @@ export function sessionRoutes(deps: SessionRoutesDeps): RouteDef[] {
       params: sessionParams,
       responses: [{ status: 200, description: 'The session', schema: sessionSchema }],
       handler: async (ctx, { params }) =>
-        presentSession(await service.require(params.session_id, ownerScope(ctx.principal))),
+        presentSession(await service.withTitle(await service.require(params.session_id, ownerScope(ctx.principal)))),
     }),
     defineRoute({
       method: 'DELETE',

@@ -11,6 +11,15 @@ export const listQuery = z.object({
   status: z.enum(['active', 'archived', 'all']).optional(),
   limit: q.int(1, 100, 20),
   cursor: z.string().min(1).optional(),
+  q: z
+    .string()
+    .trim()
+    .min(1)
+    .max(200)
+    .optional()
+    .describe(
+      'Only sessions with a message of their current context containing this text (case-insensitive for ASCII); each item then carries `match`',
+    ),
 });
 
 /** POST /sessions `{channel, metadata}`. */
@@ -38,6 +47,9 @@ const timestamp = z.iso.datetime({ precision: 3 }).describe('ISO 8601 UTC with m
 export const sessionSchema = z
   .object({
     id: z.string().describe('The session key `gateway:<platform>:<chat_id>`'),
+    title: z
+      .string()
+      .describe('A readable name: its first user message (cut to 60 characters), else `<platform> · <user>`'),
     channel: z.string(),
     created_at: timestamp,
     last_active: timestamp,
@@ -45,6 +57,16 @@ export const sessionSchema = z
     status: z.enum(['active', 'archived']),
     metadata: z.record(z.string(), z.unknown()),
     agent: z.string().describe('The agent that runs its turns, decided at creation (DECISIONS §17)'),
+    match: z
+      .object({
+        message_id: z.string(),
+        role: z.string(),
+        event_id: z.string().nullable().describe('The turn that produced it'),
+        created_at: timestamp,
+        snippet: z.string().describe('Its text around the match, on one line'),
+      })
+      .optional()
+      .describe('With `q`: the newest message of its current context containing the text'),
   })
   .meta({ id: 'Session', description: 'A session, identified by its key (spec: Session)' });
 

@@ -10,6 +10,7 @@ import {
   countSessions,
   createSession,
   deleteSession,
+  firstUserText,
   getSession,
   history,
   listSessions,
@@ -74,6 +75,11 @@ export class SessionService {
     const session = await getSession(this.options.store.db, key);
     if (!session || !ownsSession(scope, session.principal)) throw errors.notFound('session');
     return session;
+  }
+
+  /** `session` with the source of its title read (one indexed row). */
+  async withTitle(session: SessionRecord): Promise<SessionRecord> {
+    return { ...session, firstUserText: await firstUserText(this.options.store.db, session.key, session.contextEpoch) };
   }
 
   /** Deletes a session's messages and context (memory stays; the key starts a new epoch); 404 when there is none. */

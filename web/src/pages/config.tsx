@@ -8,13 +8,17 @@
  * `X-Config-Restart-Required`, PATCH's refusals) are marked. Changes made elsewhere show at once through the
  * live feed's `config` topic (event `updated`), and a slow refresh catches anything the feed missed. The YAML
  * library is loaded only when the YAML view opens. Changing needs an admin token; an api token reads.
+ * Finding a key: an index of the top-level sections (a sticky side list on a wide screen, links above the form
+ * on a narrow one) and a filter by key or description. The outcome of a validation or a change shows in a bar
+ * kept at the bottom of the screen next to the buttons, and an invalid validation moves focus to the first
+ * marked field.
  */
-import { useEffect, useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { ApiError, apiError, must } from '../errors';
 import type { PageProps } from '../page';
 import { ErrorBox, useLive, useLoad, useThrottled } from '../ui';
 import { FieldError, fieldProps, usePoll } from '../ui/fields';
-import { ConfigForm, controlId, type FormState } from './config/config-form';
+import { ConfigForm, controlId, sectionId, sectionsOf, visibleKeys, type FormState } from './config/config-form';
 import { keySchema, loadConfigSchema } from './config/config-schema';
 import type * as YamlText from './config/yaml';
 import {
@@ -93,6 +97,35 @@ function headerList(response: Response, name: string): string[] {
     .filter(Boolean);
 }
 
+/** The fields with a problem as links that move focus to them (a problem with no field is listed at the top). */
+function ProblemLinks({ errors, known }: { errors: ReadonlyMap<string, string>; known: ReadonlySet<string> }) {
+  const atFields = [...errors].filter(([path]) => known.has(path));
+  if (atFields.length === 0) return null;
+  return (
+    <ul class="config-problems" aria-label="Fields with problems">
+      {atFields.map(([path, message]) => {
+        const id = controlId(path.split('.'));
+        return (
+          <li key={path}>
+            <a
+              href={`#${id}`}
+              onClick={(e) => {
+                e.preventDefault();
+                const field = document.getElementById(id);
+                field?.scrollIntoView({ block: 'center' });
+                field?.focus({ preventScroll: true });
+              }}
+            >
+              <code>{path}</code>
+            </a>
+            : {message}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
 export default function ConfigPage({ api, role, live }: PageProps) {
   const admin = role === 'admin';
   const config = useLoad(async () => {
@@ -109,6 +142,11 @@ export default function ConfigPage({ api, role, live }: PageProps) {
   const [outcome, setOutcome] = useState<Outcome | undefined>(undefined);
   const [restart, setRestart] = useState<ReadonlySet<string>>(new Set());
   const [busy, setBusy] = useState(false);
+  const [filterText, setFilterText] = useState('');
+  const filter = filterText.trim().toLowerCase();
+  // Bumped when a validation or a change comes back with problems at fields: focus moves to the first one.
+  const [problemsShown, setProblemsShown] = useState(0);
+  const formRef = useRef<HTMLFormElement>(null);
 
   const original = config.data?.active;
   const schema = config.data?.schema;
@@ -138,6 +176,20 @@ export default function ConfigPage({ api, role, live }: PageProps) {
     return out;
   }, [check, validated, failure]);
 
+  useEffect(() => {
+    if (problemsShown === 0) return;
+    const first = formRef.current?.querySelector<HTMLElement>('[aria-invalid="true"]');
+    if (!first) return;
+    first.scrollIntoView({ block: 'center' });
+    first.focus({ preventScroll: true });
+  }, [problemsShown]);
+
+  const schemaOfKey = (path: Path) => keySchema(schema, path);
+  const visible = useMemo(
+    () => (original ? visibleKeys(original, filter, (path) => keySchema(schema, path)) : null),
+    [original, filter, schema],
+  );
+
   if (!original) {
     return (
       <section aria-labelledby="config-title">
@@ -148,6 +200,23 @@ export default function ConfigPage({ api, role, live }: PageProps) {
   }
 
   const paths = leaves(original);
+  const known = new Set([...paths.values()].map((leaf) => dotted(leaf.path)));
+  const sections = sectionsOf(original);
+  const shownSections = sections.filter((key) =>
+    !visible
+      ? true
+      : key === 'general'
+        ? [...visible].some((k) => !k.includes('.') && !sections.includes(k))
+        : visible.has(key),
+  );
+  const matching = visible ? [...paths.values()].filter((leaf) => visible.has(dotted(leaf.path))).length : paths.size;
+  const jump = (key: string) => {
+    const target = document.getElementById(sectionId(key));
+    if (!target) return;
+    target.scrollIntoView({ block: 'start' });
+    // The section's first control takes focus, so the keyboard continues there.
+    target.querySelector<HTMLElement>('input, select, textarea')?.focus({ preventScroll: true });
+  };
   const edit = (path: Path, value: Leaf) => {
     setEdits((old) => {
       const next = new Map(old);
@@ -168,7 +237,8 @@ export default function ConfigPage({ api, role, live }: PageProps) {
     errors,
     restart,
     disabled: !admin || busy,
-    schemaOf: (path) => keySchema(schema, path),
+    schemaOf: schemaOfKey,
+    filter,
   };
 
   const show = (next: View) => {
@@ -215,13 +285,22 @@ export default function ConfigPage({ api, role, live }: PageProps) {
     setFailure(undefined);
   };
 
+  /** Brings the first field with a problem into view (clearing a filter that hides one of them). */
+  const showProblems = (found: ReadonlyMap<string, string>) => {
+    if (found.size === 0) return;
+    if (visible && [...found.keys()].some((path) => known.has(path) && !visible.has(path))) setFilterText('');
+    setProblemsShown((n) => n + 1);
+  };
+
   const validate = async () => {
     setBusy(true);
     setOutcome(undefined);
     setFailure(undefined);
     try {
       const result = await must(api.POST('/api/v1/config/validate', { body: patch }));
-      setCheck({ patch: patchJson, valid: result.valid, errors: issuesByPath(result.errors) });
+      const found = issuesByPath(result.errors);
+      setCheck({ patch: patchJson, valid: result.valid, errors: found });
+      if (!result.valid) showProblems(found);
     } catch (error) {
       setFailure({ error, fields: new Map() });
     } finally {
@@ -252,6 +331,7 @@ export default function ConfigPage({ api, role, live }: PageProps) {
       const needing = [...fields].filter(([, message]) => /restart/i.test(message)).map(([path]) => path);
       if (needing.length > 0) setRestart((old) => new Set([...old, ...needing]));
       setFailure({ error, fields });
+      showProblems(fields);
     } finally {
       setBusy(false);
     }
@@ -268,7 +348,6 @@ export default function ConfigPage({ api, role, live }: PageProps) {
   };
 
   // Problems whose path is not a control of the form (or a raw view hides the form) are listed at the top.
-  const known = new Set([...paths.values()].map((leaf) => dotted(leaf.path)));
   const elsewhere = [...errors].filter(([path]) => view !== 'form' || !known.has(path));
   const rawName = view === 'json' ? 'JSON' : 'YAML';
 
@@ -295,7 +374,6 @@ export default function ConfigPage({ api, role, live }: PageProps) {
         </button>
       </div>
 
-      {failure && <ErrorBox error={failure.error} />}
       {elsewhere.length > 0 && (
         <ul class="error-box" aria-label="Problems">
           {elsewhere.map(([path, message]) => (
@@ -305,96 +383,154 @@ export default function ConfigPage({ api, role, live }: PageProps) {
           ))}
         </ul>
       )}
-      {outcome && (
-        <div class="config-ok" role="status">
-          {outcome.mode === 'saved' ? 'Saved to the configuration file.' : 'Applied for this run (not saved).'}{' '}
-          {outcome.applied.length > 0 && <>In effect now: {outcome.applied.join(', ')}. </>}
-          {outcome.restart.length > 0 && <>Takes effect after a restart: {outcome.restart.join(', ')}.</>}
+
+      {view === 'form' && (
+        <div class="toolbar config-filter" role="search" aria-label="Find a key">
+          <div class="field">
+            <label for="config-filter">Filter keys</label>
+            <input
+              id="config-filter"
+              type="search"
+              value={filterText}
+              placeholder="key or description, e.g. timeout"
+              autoComplete="off"
+              spellcheck={false}
+              aria-describedby="config-filter-count"
+              onInput={(e) => setFilterText(e.currentTarget.value)}
+            />
+          </div>
+          <span id="config-filter-count" class="muted" role="status">
+            {filter ? `${matching} of ${paths.size} keys match` : `${paths.size} keys`}
+          </span>
         </div>
       )}
 
-      <form
-        aria-label="Configuration"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void validate();
-        }}
-      >
-        {view === 'form' ? (
-          <ConfigForm state={state} />
-        ) : (
-          <div class="field">
-            <label for="config-raw">
-              Configuration ({rawName}) <span class="hint">(secrets as "***": left as they are, they are kept)</span>
-            </label>
-            <textarea
-              {...fieldProps('config-raw', rawError)}
-              class="code config-raw"
-              data-format={view}
-              spellcheck={false}
-              autocapitalize="off"
-              readOnly={!admin}
-              value={rawValue}
-              onInput={(e) => onRaw(e.currentTarget.value)}
-            />
-            <FieldError id="config-raw" error={rawError} />
-          </div>
-        )}
-
-        <section class="config-changes card" aria-labelledby="config-changes-title">
-          <h2 id="config-changes-title">Changes</h2>
-          {changes.length === 0 ? (
-            <p class="muted">No changes.</p>
-          ) : (
-            <ul aria-label="Changed keys">
-              {changes.map((change) => {
-                const secret = isRedacted(change.before);
-                return (
-                  <li key={pathKey(change.path)} data-path={dotted(change.path)}>
+      <div class={view === 'form' ? 'config-layout' : undefined}>
+        {view === 'form' && (
+          <nav class="config-index" aria-label="Config sections">
+            <h2 class="config-index-title">Sections</h2>
+            {shownSections.length === 0 ? (
+              <p class="muted">No key matches “{filterText.trim()}”.</p>
+            ) : (
+              <ul>
+                {shownSections.map((key) => (
+                  <li key={key}>
                     <a
-                      href={`#${controlId(change.path)}`}
+                      href={`#${sectionId(key)}`}
                       onClick={(e) => {
+                        // The address holds the page's route: jump without changing it.
                         e.preventDefault();
-                        document.getElementById(controlId(change.path))?.focus();
+                        jump(key);
                       }}
                     >
-                      <code>{dotted(change.path)}</code>
+                      {key}
                     </a>
-                    : {shown(change.before, secret)} → {shown(change.after, secret)}
                   </li>
-                );
-              })}
-            </ul>
-          )}
-          {validated && check.valid && <p role="status">Valid: ready to apply.</p>}
-          {validated && !check.valid && (
-            <p role="status" class="field-error">
-              Not valid: see the marked fields.
-            </p>
-          )}
-          {admin && (
-            <div class="actions">
-              <button type="submit" disabled={busy || changes.length === 0 || rawError !== undefined}>
-                Validate
-              </button>
-              <button type="button" disabled={busy || !validated || !check.valid} onClick={() => void apply('saved')}>
-                Apply and save
-              </button>
-              <button
-                type="button"
-                class="secondary"
-                disabled={busy || !validated || !check.valid}
-                onClick={() => void apply('run')}
-              >
-                Apply for this run
-              </button>
-              <button type="button" class="secondary" disabled={busy || changes.length === 0} onClick={reset}>
-                Discard changes
-              </button>
+                ))}
+              </ul>
+            )}
+          </nav>
+        )}
+        <form
+          ref={formRef}
+          aria-label="Configuration"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void validate();
+          }}
+        >
+          {view === 'form' ? (
+            <ConfigForm state={state} visible={visible} />
+          ) : (
+            <div class="field">
+              <label for="config-raw">
+                Configuration ({rawName}) <span class="hint">(secrets as "***": left as they are, they are kept)</span>
+              </label>
+              <textarea
+                {...fieldProps('config-raw', rawError)}
+                class="code config-raw"
+                data-format={view}
+                spellcheck={false}
+                autocapitalize="off"
+                readOnly={!admin}
+                value={rawValue}
+                onInput={(e) => onRaw(e.currentTarget.value)}
+              />
+              <FieldError id="config-raw" error={rawError} />
             </div>
           )}
-        </section>
-      </form>
+
+          <section class="config-changes card" aria-labelledby="config-changes-title">
+            <h2 id="config-changes-title">Changes</h2>
+            {changes.length === 0 ? (
+              <p class="muted">No changes.</p>
+            ) : (
+              <ul aria-label="Changed keys">
+                {changes.map((change) => {
+                  const secret = isRedacted(change.before);
+                  return (
+                    <li key={pathKey(change.path)} data-path={dotted(change.path)}>
+                      <a
+                        href={`#${controlId(change.path)}`}
+                        onClick={(e) => {
+                          e.preventDefault();
+                          document.getElementById(controlId(change.path))?.focus();
+                        }}
+                      >
+                        <code>{dotted(change.path)}</code>
+                      </a>
+                      : {shown(change.before, secret)} → {shown(change.after, secret)}
+                    </li>
+                  );
+                })}
+              </ul>
+            )}
+          </section>
+
+          {/* Kept at the bottom of the screen: the outcome shows where the buttons are, however far the form runs. */}
+          <div class="config-actionbar">
+            <div class="config-outcome" role="status">
+              {validated && check.valid && <p>Valid: ready to apply.</p>}
+              {validated && !check.valid && (
+                <>
+                  <p class="field-error">Not valid: see the marked fields.</p>
+                  <ProblemLinks errors={check.errors} known={known} />
+                </>
+              )}
+              {outcome && (
+                <p class="config-ok">
+                  {outcome.mode === 'saved' ? 'Saved to the configuration file.' : 'Applied for this run (not saved).'}{' '}
+                  {outcome.applied.length > 0 && <>In effect now: {outcome.applied.join(', ')}. </>}
+                  {outcome.restart.length > 0 && <>Takes effect after a restart: {outcome.restart.join(', ')}.</>}
+                </p>
+              )}
+            </div>
+            {failure && <ErrorBox error={failure.error} />}
+            {failure && failure.fields.size > 0 && <ProblemLinks errors={failure.fields} known={known} />}
+            {admin && (
+              <div class="actions">
+                <button type="submit" disabled={busy || changes.length === 0 || rawError !== undefined}>
+                  Validate
+                </button>
+                <button type="button" disabled={busy || !validated || !check.valid} onClick={() => void apply('saved')}>
+                  Apply and save
+                </button>
+                <button
+                  type="button"
+                  class="secondary"
+                  disabled={busy || !validated || !check.valid}
+                  onClick={() => void apply('run')}
+                >
+                  Apply for this run
+                </button>
+                <button type="button" class="secondary" disabled={busy || changes.length === 0} onClick={reset}>
+                  Discard changes
+                </button>
+              </div>
+            )}
+          </div>
+        </form>
+      </div>
     </section>
   );
 }

@@ -9,6 +9,7 @@ import type { PageProps } from '../page';
 import { Badge, ErrorBox, Time, useNow } from '../ui';
 import { useSubmit } from '../ui/form';
 import { Table } from '../ui/table';
+import './pairing/pairing.css';
 
 /** A code issued in this tab: its platform, the code, and when it stops being valid (ms since the epoch). */
 interface IssuedCode {
@@ -57,9 +58,10 @@ export default function PairingPage({ api, role }: PageProps) {
       {role !== 'admin' ? (
         <p class="card">Issuing pairing codes needs an admin token. This token may only read.</p>
       ) : (
-        <form class="toolbar card" onSubmit={issue.onSubmit} aria-label="Issue a pairing code">
-          <div class="field">
-            <label for="pairing-platform">Platform</label>
+        // The button sits on the input's line (the hint goes under both), so they line up at any width.
+        <form class="card pairing-form" onSubmit={issue.onSubmit} aria-label="Issue a pairing code">
+          <label for="pairing-platform">Platform</label>
+          <div class="pairing-row">
             <input
               id="pairing-platform"
               name="platform"
@@ -70,13 +72,13 @@ export default function PairingPage({ api, role }: PageProps) {
               onInput={(e) => setPlatform(e.currentTarget.value)}
               aria-describedby="pairing-platform-hint"
             />
-            <span id="pairing-platform-hint" class="muted">
-              The platform the code pairs users of, e.g. telegram, discord, slack.
-            </span>
+            <button type="submit" disabled={issue.busy || !platform.trim()}>
+              {issue.busy ? 'Generating…' : 'Generate code'}
+            </button>
           </div>
-          <button type="submit" disabled={issue.busy || !platform.trim()}>
-            {issue.busy ? 'Generating…' : 'Generate code'}
-          </button>
+          <span id="pairing-platform-hint" class="muted">
+            The platform the code pairs users of, e.g. telegram, discord, slack.
+          </span>
         </form>
       )}
 

@@ -1,18 +1,35 @@
 /**
  * Sessions (`#/sessions`): the sessions filtered by channel and status (an admin also by the principal owning
- * them, `?principal=`, DECISIONS §18), each with the agent that runs its turns, and for the one opened its
- * history and (admin) its turn ledger. The turn inspector draws a turn's events as a timeline (status changes,
+ * them, `?principal=`, DECISIONS §18), or found by the text of their messages (`q`), each named by its title
+ * (the first user message; the key on hover) with the agent that runs its turns, and for the one opened its
+ * history and (admin) its turn ledger. Deep links: `#/sessions?key=<key>` opens a session and `&turn=<event_id>`
+ * scrolls to and marks that turn's messages; opening a session writes its link into the address. The turn inspector draws a turn's events as a timeline (status changes,
  * tool calls and results, the reply, timings, the termination reason) from `GET /turns/{id}/events`, and keeps
  * following a turn still running. Delete (two steps) removes a session. The list and the open session follow
  * the live `sessions` and `turns` topics.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { TERMINAL, type Turn } from '../api';
+import { TERMINAL, type Schemas, type Turn } from '../api';
 import { describeError, must } from '../errors';
 import type { PageProps } from '../page';
 import { readStream, type StreamEvent } from '../sse';
 import { Badge, Empty, ErrorBox, Time, useLive, useLoad, useThrottled, usd } from '../ui';
+import { Highlighted, queryTokens } from '../ui/highlight';
 import { Table } from '../ui/table';
+import { replaceHashQuery, useHashQuery } from './sessions/hash-query';
+import './sessions/sessions.css';
+
+type Session = Schemas['Session'];
+
+/** The link that opens session `key` (and marks turn `turn`) on this page. */
+export function sessionLink(key: string, turn?: string | null): string {
+  const query = new URLSearchParams({ key });
+  if (turn) query.set('turn', turn);
+  return `#/sessions?${query.toString()}`;
+}
+
+/** Milliseconds the search waits after the last keystroke before it asks the server. */
+const SEARCH_DELAY_MS = 300;
 
 type StatusFilter = 'active' | 'archived' | 'all';
 
@@ -255,8 +272,30 @@ function TurnInspector({
 }
 
 /** The open session: history, turn ledger (admin), delete. */
-function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps; onDeleted: () => void }) {
+function SessionDetail({
+  id,
+  title,
+  turn,
+  props,
+  onDeleted,
+}: {
+  id: string;
+  /** Its title when the list had it. */
+  title: string | undefined;
+  /** The turn to scroll to and mark (a deep link's `turn`). */
+  turn: string | undefined;
+  props: PageProps;
+  onDeleted: () => void;
+}) {
   const { api, role, live, notify, token } = props;
+  // A linked session may be outside the list's filters: its title is read with it.
+  const info = useLoad(
+    () =>
+      title === undefined
+        ? must(api.GET('/api/v1/sessions/{session_id}', { params: { path: { session_id: id } } }))
+        : Promise.resolve(undefined),
+    [id, title === undefined],
+  );
   const history = useLoad(
     () =>
       must(
@@ -284,6 +323,20 @@ function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps;
     setConfirming(false);
   }, [id]);
 
+  // A deep link's turn: once its messages are shown, bring the first into view and move focus there.
+  const marked = useRef<HTMLTableRowElement | null>(null);
+  const historyShown = history.data !== undefined;
+  useEffect(() => {
+    if (!turn || !historyShown) return;
+    const row = marked.current;
+    if (!row) return;
+    row.scrollIntoView({ block: 'center' });
+    row.focus({ preventScroll: true });
+  }, [turn, id, historyShown]);
+  // The ledger's rows name their own turn `turn`.
+  const markedTurn = turn;
+  const firstMarked = turn ? history.data?.items.find((entry) => entry.event_id === turn)?.id : undefined;
+
   const refresh = useThrottled(() => {
     history.reload();
     turns.reload();
@@ -306,8 +359,9 @@ function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps;
   return (
     <div class="session-detail">
       <div class="actions spread">
-        <h2>
-          Session <code>{id}</code>
+        <h2 class="session-heading">
+          {title ?? info.data?.title ?? 'Session'}
+          <code class="session-heading-key">{id}</code>
         </h2>
         {role === 'admin' &&
           (confirming ? (
@@ -331,17 +385,29 @@ function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps;
 
       <h3>History</h3>
       {history.error !== undefined && <ErrorBox error={history.error} />}
+      {turn && history.data && !firstMarked && (
+        <p class="muted" role="status">
+          Turn <code>{turn}</code> has no messages in this session's current history.
+        </p>
+      )}
       <Table
         rows={history.data?.items}
         empty="No messages in this session."
         caption="Messages of the session, oldest first"
         columns={['When', 'Role', 'Content', 'Turn']}
         row={(entry) => (
-          <tr key={entry.id}>
-            <td>
+          <tr
+            key={entry.id}
+            class={turn && entry.event_id === turn ? 'turn-marked' : undefined}
+            data-event-id={entry.event_id ?? undefined}
+            aria-current={turn && entry.event_id === turn ? 'true' : undefined}
+            tabIndex={entry.id === firstMarked ? -1 : undefined}
+            ref={entry.id === firstMarked ? marked : undefined}
+          >
+            <td class="history-when">
               <Time iso={entry.created_at} />
             </td>
-            <td>{entry.role === 'tool' ? `tool ${entry.name ?? ''}` : entry.role}</td>
+            <td class="history-role">{entry.role === 'tool' ? `tool ${entry.name ?? ''}` : entry.role}</td>
             <td class="history-content">
               {entry.content ?? (entry.tool_calls ?? []).map((call) => `${call.name}(${call.arguments})`).join(', ')}
             </td>
@@ -373,8 +439,13 @@ function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps;
             caption="Turn ledger, newest first"
             columns={['Turn', 'Status', 'Accepted', 'Ran for', 'Termination', { label: 'Actions', hidden: true }]}
             row={(turn) => (
-              <tr key={turn.event_id} class={inspected === turn.event_id ? 'selected' : undefined}>
-                <td>
+              <tr
+                key={turn.event_id}
+                class={
+                  inspected === turn.event_id ? 'selected' : turn.event_id === markedTurn ? 'turn-marked' : undefined
+                }
+              >
+                <td class="turn-id">
                   <code>{turn.event_id}</code>
                 </td>
                 <td>
@@ -407,14 +478,54 @@ function SessionDetail({ id, props, onDeleted }: { id: string; props: PageProps;
   );
 }
 
+/** How a session is named in the list: its title, the key on hover and (cut to one line) under it. */
+function SessionName({ session }: { session: Session }) {
+  // A server before titles existed sends none: the key names it then.
+  const title = session.title ?? session.id;
+  return (
+    <>
+      <span class="session-title" title={session.id}>
+        {title}
+      </span>
+      {title !== session.id && (
+        <code class="session-key muted" title={session.id}>
+          {session.id}
+        </code>
+      )}
+    </>
+  );
+}
+
 export default function SessionsPage(props: PageProps) {
   const { api, live, role } = props;
+  const link = useHashQuery();
+  const linkedKey = link.get('key') ?? undefined;
+  const linkedTurn = link.get('turn') ?? undefined;
   const [channel, setChannel] = useState('');
   const [status, setStatus] = useState<StatusFilter>('active');
   // Admins only: an api principal always lists its own sessions.
   const [principal, setPrincipal] = useState('');
   const owner = role === 'admin' ? principal.trim() : '';
-  const [selected, setSelected] = useState<string>();
+  const [search, setSearch] = useState('');
+  const [q, setQ] = useState('');
+  useEffect(() => {
+    const timer = setTimeout(() => setQ(search.trim()), SEARCH_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [search]);
+  const [selected, setSelected] = useState<string | undefined>(linkedKey);
+  const [turn, setTurn] = useState<string | undefined>(linkedTurn);
+  // A link followed while the page is open opens its session too.
+  useEffect(() => {
+    if (linkedKey) {
+      setSelected(linkedKey);
+      setTurn(linkedTurn);
+    }
+  }, [linkedKey, linkedTurn]);
+  const open = (key: string, atTurn?: string) => {
+    setSelected(key);
+    setTurn(atTurn);
+    replaceHashQuery('sessions', { key, turn: atTurn });
+  };
   const list = useLoad(
     () =>
       must(
@@ -425,19 +536,34 @@ export default function SessionsPage(props: PageProps) {
               status,
               ...(channel.trim() ? { channel: channel.trim() } : {}),
               ...(owner ? { principal: owner } : {}),
+              ...(q ? { q } : {}),
             },
           },
         }),
       ),
-    [api, channel, status, owner],
+    [api, channel, status, owner, q],
   );
   const reload = useThrottled(list.reload, 400);
   useLive(live, ['sessions'], reload);
+  const terms = queryTokens(q);
+  const count = list.data?.pagination.total;
 
   return (
     <section aria-labelledby="sessions-title">
       <h1 id="sessions-title">Sessions</h1>
       <form class="toolbar" role="search" aria-label="Filter sessions" onSubmit={(e) => e.preventDefault()}>
+        <div class="field sessions-search">
+          <label for="sessions-q">Search messages</label>
+          <input
+            id="sessions-q"
+            type="search"
+            value={search}
+            placeholder="text in any message"
+            maxLength={200}
+            autoComplete="off"
+            onInput={(event) => setSearch(event.currentTarget.value)}
+          />
+        </div>
         <div class="field">
           <label for="sessions-channel">Channel</label>
           <input
@@ -473,7 +599,11 @@ export default function SessionsPage(props: PageProps) {
           </select>
         </div>
         <span class="muted" role="status">
-          {list.data ? `${list.data.pagination.total} sessions` : 'Loading…'}
+          {count === undefined
+            ? 'Loading…'
+            : q
+              ? `${count} ${count === 1 ? 'session mentions' : 'sessions mention'} “${q}”`
+              : `${count} sessions`}
         </span>
       </form>
       {list.error !== undefined && <ErrorBox error={list.error} />}
@@ -481,13 +611,21 @@ export default function SessionsPage(props: PageProps) {
         <div>
           <Table
             rows={list.data?.items}
-            empty="No sessions match these filters."
-            caption="Sessions, most recently active first"
+            empty={q ? `No session's messages mention “${q}”.` : 'No sessions match these filters.'}
+            caption={
+              q
+                ? `Sessions whose messages mention ${q}, most recently active first`
+                : 'Sessions, most recently active first'
+            }
             columns={['Session', 'Last active', { label: 'Actions', hidden: true }]}
             row={(session) => (
-              <tr key={session.id} class={selected === session.id ? 'selected' : undefined}>
-                <td class="session-id">
-                  {session.id}
+              <tr
+                key={session.id}
+                class={selected === session.id ? 'selected' : undefined}
+                data-session-id={session.id}
+              >
+                <td class="session-cell">
+                  <SessionName session={session} />
                   <div class="session-meta muted">
                     {session.channel} · {session.message_count} {session.message_count === 1 ? 'message' : 'messages'}{' '}
                     <span class="badge session-agent" data-field="agent" title="The agent that runs its turns">
@@ -495,6 +633,21 @@ export default function SessionsPage(props: PageProps) {
                       {session.agent}
                     </span>
                   </div>
+                  {session.match && (
+                    <p class="session-match">
+                      <span class="muted">{session.match.role}: </span>
+                      <Highlighted text={session.match.snippet} terms={terms} />{' '}
+                      <a
+                        href={sessionLink(session.id, session.match.event_id)}
+                        onClick={(event) => {
+                          event.preventDefault();
+                          open(session.id, session.match?.event_id ?? undefined);
+                        }}
+                      >
+                        Show in session<span class="visually-hidden"> {session.title ?? session.id}</span>
+                      </a>
+                    </p>
+                  )}
                 </td>
                 <td class="session-active">
                   <Time iso={session.last_active} />
@@ -505,7 +658,7 @@ export default function SessionsPage(props: PageProps) {
                     class="secondary"
                     aria-label={`Open ${session.id}`}
                     aria-pressed={selected === session.id}
-                    onClick={() => setSelected(session.id)}
+                    onClick={() => open(session.id)}
                   >
                     Open
                   </button>
@@ -518,9 +671,12 @@ export default function SessionsPage(props: PageProps) {
           {selected ? (
             <SessionDetail
               id={selected}
+              title={list.data?.items.find((session) => session.id === selected)?.title}
+              turn={turn}
               props={props}
               onDeleted={() => {
                 setSelected(undefined);
+                replaceHashQuery('sessions', {});
                 list.reload();
               }}
             />

@@ -1,6 +1,6 @@
 /**
- * Skills (`#/skills`): every skill by name, newest version first, filtered by status; the SKILL.md of the
- * chosen one (as text); for a staged revision, a line diff against the skill it evolved from; approve, enable
+ * Skills (`#/skills`): every skill by name, newest version first, filtered by status; adding one (admin; an
+ * api token is told why it cannot); the SKILL.md of the chosen one (as text); for a staged revision, a line diff against the skill it evolved from; approve, enable
  * and disable (admin). Live: every event of the `skills` topic reloads the list and the open skill.
  */
 import { useMemo, useState } from 'preact/hooks';
@@ -11,6 +11,7 @@ import type { PageProps } from '../page';
 import { Badge, ErrorBox, Time, useLive, useLoad, useThrottled } from '../ui';
 import { Table } from '../ui/table';
 import { lineDiff } from './skills/line-diff';
+import { SkillForm } from './skills/skill-form';
 import './skills/skills.css';
 
 type Status = Skill['status'];
@@ -44,6 +45,7 @@ export default function SkillsPage(props: PageProps) {
   const [status, setStatus] = useState<Status | ''>('');
   const [selected, setSelected] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  const [adding, setAdding] = useState(false);
 
   const list = useLoad(
     () => must(api.GET('/api/v1/skills', { params: { query: status ? { status } : {} } })).then((d) => d.items),
@@ -100,13 +102,37 @@ export default function SkillsPage(props: PageProps) {
           </select>
         </div>
       </div>
-      {!admin && <p class="muted">Approving, enabling and disabling skills needs an admin token.</p>}
+      {admin ? (
+        <details class="card add-card" open={adding} onToggle={(event) => setAdding(event.currentTarget.open)}>
+          <summary>Add a skill</summary>
+          <SkillForm
+            api={api}
+            onSaved={(saved) => {
+              setAdding(false);
+              setSelected(saved.id);
+              list.reload();
+            }}
+            onCancel={() => setAdding(false)}
+          />
+        </details>
+      ) : (
+        <p class="muted" id="skills-admin-note">
+          Adding, approving, enabling and disabling skills needs an admin token; this one is an api token, which may
+          read skills only.
+        </p>
+      )}
 
       {list.error !== undefined && <ErrorBox error={list.error} />}
       {items === undefined && list.error === undefined && <p class="loading">Loading…</p>}
       <Table
         rows={items}
-        empty={status ? `No ${status} skills.` : 'No skills yet. The agent proposes them, or an admin adds them.'}
+        empty={
+          status
+            ? `No ${status} skills.`
+            : admin
+              ? 'No skills yet. The agent proposes them, or add one with “Add a skill” above.'
+              : 'No skills yet. The agent proposes them, or an admin adds them.'
+        }
         caption="Skills by name, newest version first"
         columns={['Name', 'Version', 'Status', 'Description', 'Uses', 'Last used', 'Actions']}
         row={(skill) => (

@@ -2,15 +2,17 @@
  * Tasks (`#/tasks`): a board with one column per status (the newest 100 of each), filtered by priority and
  * board; create with every field (validation errors at the field), edit (fields, status, progress,
  * priority) and cancel (admin). Live: every event of the `tasks` topic carries the task, which moves to its
- * column at once.
+ * column at once. `#/tasks?id=<id>` marks that task and brings it into view (read on its own when the board's
+ * columns or filters leave it out).
  */
-import { useMemo, useState } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import type { GatehouseClient } from '../../../client/index.js';
 import { must } from '../errors';
 import type { PageProps } from '../page';
 import { Empty, ErrorBox, useLive, useLoad } from '../ui';
 import { usePoll } from '../ui/fields';
 import { useFilters } from '../ui/filters';
+import { useHashQuery } from './sessions/hash-query';
 import { TaskCard } from './tasks/task-card';
 import { TaskForm } from './tasks/task-form';
 import { newer, PRIORITIES, STATUSES, taskOfEvent, type Task, type TaskStatus } from './tasks/task-model';
@@ -70,6 +72,23 @@ export default function TasksPage(props: PageProps) {
     const task = taskOfEvent(event.data);
     if (task) remember(task);
   });
+
+  // A linked task is read on its own, so it shows even when it is not among its column's newest.
+  const linked = useHashQuery().get('id') ?? undefined;
+  const [linkError, setLinkError] = useState<unknown>(undefined);
+  useEffect(() => {
+    setLinkError(undefined);
+    if (!linked) return;
+    let current = true;
+    must(api.GET('/api/v1/tasks/{task_id}', { params: { path: { task_id: linked } } })).then(
+      ({ task }) => current && remember(task),
+      (error: unknown) => current && setLinkError(error),
+    );
+    return () => {
+      current = false;
+    };
+  }, [api, linked]);
+  const linkedTask = linked ? (seen.get(linked) ?? board.data?.find((task) => task.id === linked)) : undefined;
 
   const columns = useMemo(() => {
     const byId = new Map<string, Task>();
@@ -137,6 +156,12 @@ export default function TasksPage(props: PageProps) {
         <p class="muted">Creating, editing and cancelling tasks needs an admin token.</p>
       )}
 
+      {linkError !== undefined && <ErrorBox error={linkError} />}
+      {linkedTask && !matches(linkedTask, filters) && (
+        <p class="muted" role="status">
+          The linked task “{linkedTask.title}” is hidden by the filters.
+        </p>
+      )}
       {board.error !== undefined && <ErrorBox error={board.error} />}
       {board.data === undefined && board.error === undefined && <p class="loading">Loading…</p>}
 
@@ -163,6 +188,7 @@ export default function TasksPage(props: PageProps) {
                         admin={admin}
                         onSaved={remember}
                         onCancelTask={(t) => void cancel(t)}
+                        linked={task.id === linked}
                       />
                     ))}
                   </ul>

@@ -5,11 +5,13 @@
  * allows to be `null` (not set: its default applies) can be emptied. Secrets (shown by the API as `"***"`)
  * are password fields left empty: typing replaces the secret, leaving it empty keeps it. Each control shows
  * its error (`{path, message}` of the API) and whether a change to it needs a restart. Without the schema the
- * controls follow the types of the values.
+ * controls follow the types of the values. A filter narrows the form to the keys whose dotted name or
+ * description holds its text (the descriptions then show under the keys); each top-level section has an id
+ * (`sectionId`) for the page's index.
  */
 import { isLiveConfigPath, isLockedConfigPath, LIVE_CONFIG_KEYS } from '../../../../src/config/config.live';
 import { FieldError, fieldProps, splitList } from '../../ui/fields';
-import { dotted, isObject, isRedacted, pathKey, type Leaf, type Path } from './config-model';
+import { dotted, isObject, isRedacted, leaves, pathKey, type Leaf, type Path } from './config-model';
 import type { KeySchema } from './config-schema';
 
 export interface FormState {
@@ -26,7 +28,33 @@ export interface FormState {
   disabled: boolean;
   /** What the configuration's schema says of a key, when it is known. */
   schemaOf: (path: Path) => KeySchema | undefined;
+  /** The filter's text, trimmed and lower-cased; empty shows every key. */
+  filter: string;
 }
+
+/** The dotted keys (leaves and the sections holding them) that `filter` keeps; null when it keeps them all. */
+export function visibleKeys(
+  original: Record<string, unknown>,
+  filter: string,
+  schemaOf: (path: Path) => KeySchema | undefined,
+): ReadonlySet<string> | null {
+  if (!filter) return null;
+  const out = new Set<string>();
+  for (const { path } of leaves(original).values()) {
+    const description = schemaOf(path)?.description ?? '';
+    if (!dotted(path).toLowerCase().includes(filter) && !description.toLowerCase().includes(filter)) continue;
+    for (let depth = 1; depth <= path.length; depth++) out.add(dotted(path.slice(0, depth)));
+  }
+  return out;
+}
+
+/** The id of a top-level section's fieldset (`general` holds the top-level keys that are not sections). */
+export function sectionId(key: string): string {
+  return key === GENERAL ? 'cfg-section-general' : controlId([key]);
+}
+
+/** The name of the section holding the top-level keys that are not sections. */
+export const GENERAL = 'general';
 
 /** The id of the control at `path`. */
 export function controlId(path: Path): string {
@@ -87,15 +115,20 @@ function Control({ path, state }: { path: Path; state: FormState }) {
   })();
   const value = state.valueOf(path);
   const restart = <RestartBadge path={path} state={state} />;
+  const schema = isRedacted(original) ? undefined : state.schemaOf(path);
+  // While filtering, each key says what it is for, so a match on the description is plain to see.
+  const about = state.filter ? (schema ?? state.schemaOf(path))?.description : undefined;
   const label = (hint?: string) => (
-    <label for={id}>
-      {name}
-      {hint && <span class="hint"> {hint}</span>}
-      {restart}
-    </label>
+    <>
+      <label for={id}>
+        {name}
+        {hint && <span class="hint"> {hint}</span>}
+        {restart}
+      </label>
+      {about && <span class="hint config-about">{about}</span>}
+    </>
   );
   const input = (e: Event) => (e.currentTarget as HTMLInputElement).value;
-  const schema = isRedacted(original) ? undefined : state.schemaOf(path);
   const nullable = schema?.nullable ?? original === null;
 
   if (schema?.options && (original === null || typeof original === 'string')) {
@@ -255,13 +288,24 @@ function Control({ path, state }: { path: Path; state: FormState }) {
   );
 }
 
-function Section({ path, node, state }: { path: Path; node: Record<string, unknown>; state: FormState }) {
+function Section({
+  path,
+  node,
+  state,
+  visible,
+}: {
+  path: Path;
+  node: Record<string, unknown>;
+  state: FormState;
+  visible: ReadonlySet<string> | null;
+}) {
   const id = controlId(path);
   const error = path.length > 0 ? state.errors.get(dotted(path)) : undefined;
   const children = Object.entries(node).map(([key, child]) => {
     const childPath = [...path, key];
+    if (visible && !visible.has(dotted(childPath))) return null;
     return isObject(child) && Object.keys(child).length > 0 ? (
-      <Section key={pathKey(childPath)} path={childPath} node={child} state={state} />
+      <Section key={pathKey(childPath)} path={childPath} node={child} state={state} visible={visible} />
     ) : (
       <Control key={pathKey(childPath)} path={childPath} state={state} />
     );
@@ -279,20 +323,35 @@ function Section({ path, node, state }: { path: Path; node: Record<string, unkno
   );
 }
 
-/** The whole configuration as nested fieldsets. Top-level scalars (`data_dir`) come first, in a section. */
-export function ConfigForm({ state }: { state: FormState }) {
-  const scalars = Object.fromEntries(Object.entries(state.original).filter(([, v]) => !isObject(v)));
-  const sections = Object.entries(state.original).filter(([, v]) => isObject(v)) as [string, Record<string, unknown>][];
+/** The top-level sections in order: `general` (the top-level keys that are not sections) first, when there is one. */
+export function sectionsOf(original: Record<string, unknown>): string[] {
+  const names = Object.entries(original)
+    .filter(([, v]) => isObject(v))
+    .map(([key]) => key);
+  return Object.values(original).some((v) => !isObject(v)) ? [GENERAL, ...names] : names;
+}
+
+/**
+ * The whole configuration as nested fieldsets. Top-level scalars (`data_dir`) come first, in a section. With
+ * `visible`, only the keys it holds (and the sections holding them) are shown.
+ */
+export function ConfigForm({ state, visible }: { state: FormState; visible: ReadonlySet<string> | null }) {
+  const scalars = Object.fromEntries(
+    Object.entries(state.original).filter(([key, v]) => !isObject(v) && (!visible || visible.has(key))),
+  );
+  const sections = Object.entries(state.original).filter(
+    ([key, v]) => isObject(v) && (!visible || visible.has(key)),
+  ) as [string, Record<string, unknown>][];
   return (
     <div class="config-form">
       {Object.keys(scalars).length > 0 && (
-        <fieldset>
-          <legend>general</legend>
-          <Section path={[]} node={scalars} state={state} />
+        <fieldset id={sectionId(GENERAL)}>
+          <legend>{GENERAL}</legend>
+          <Section path={[]} node={scalars} state={state} visible={visible} />
         </fieldset>
       )}
       {sections.map(([key, node]) => (
-        <Section key={key} path={[key]} node={node} state={state} />
+        <Section key={key} path={[key]} node={node} state={state} visible={visible} />
       ))}
     </div>
   );

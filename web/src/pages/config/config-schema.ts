@@ -16,6 +16,7 @@ export interface JsonSchema {
   properties?: Record<string, JsonSchema>;
   additionalProperties?: boolean | JsonSchema;
   default?: unknown;
+  description?: string;
   $ref?: string;
 }
 
@@ -28,6 +29,8 @@ export interface KeySchema {
   /** True when `null` (not set: the default applies) is allowed. */
   nullable: boolean;
   default?: unknown;
+  /** What the key is for, when the schema says. */
+  description?: string;
 }
 
 /** Follows a local `$ref` (`#/components/schemas/X`) within `document`. */
@@ -96,7 +99,13 @@ export function keySchema(schema: ConfigSchema | undefined, path: Path): KeySche
   };
   visit(node);
   const options = enumerated && words.length > 0 && words.every((word) => typeof word === 'string') ? words : undefined;
-  return { types, nullable, ...(options ? { options } : {}), ...('default' in node ? { default: node.default } : {}) };
+  return {
+    types,
+    nullable,
+    ...(options ? { options } : {}),
+    ...('default' in node ? { default: node.default } : {}),
+    ...(typeof node.description === 'string' ? { description: node.description } : {}),
+  };
 }
 
 const cache = new WeakMap<GatehouseClient, Promise<ConfigSchema | undefined>>();

@@ -1,8 +1,9 @@
 /**
  * One task on the board: title, priority (word and value), progress, assignee, labels, source, times, its
- * result or error; for an admin Edit (the full form in place) and Cancel (asked twice).
+ * result or error; for an admin Edit (the full form in place) and Cancel (asked twice). The card a link opens
+ * is marked and brought into view.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { GatehouseClient } from '../../../../client/index.js';
 import { Time } from '../../ui';
 import { ConfirmButton } from '../../ui/fields';
@@ -15,15 +16,30 @@ export interface TaskCardProps {
   admin: boolean;
   onSaved: (task: Task) => void;
   onCancelTask: (task: Task) => void;
+  /** Opened by a link (`#/tasks?id=`): marked, scrolled into view and focused. */
+  linked?: boolean;
 }
 
 /** A task card; editing replaces its body with the form. */
-export function TaskCard({ api, task, admin, onSaved, onCancelTask }: TaskCardProps) {
+export function TaskCard({ api, task, admin, onSaved, onCancelTask, linked = false }: TaskCardProps) {
   const [editing, setEditing] = useState(false);
+  const card = useRef<HTMLLIElement>(null);
+  useEffect(() => {
+    if (!linked) return;
+    card.current?.scrollIntoView({ block: 'center', inline: 'center' });
+    card.current?.focus({ preventScroll: true });
+  }, [linked]);
   const percent = Math.round(task.progress * 100);
   const titleId = `task-${task.id}-title`;
   return (
-    <li class={`card task-card priority-${task.priority}`} data-id={task.id} aria-labelledby={titleId}>
+    <li
+      ref={card}
+      class={`card task-card priority-${task.priority}${linked ? ' linked' : ''}`}
+      data-id={task.id}
+      aria-labelledby={titleId}
+      aria-current={linked ? 'true' : undefined}
+      tabIndex={linked ? -1 : undefined}
+    >
       <h3 id={titleId} class="task-title">
         {task.title}
       </h3>
