@@ -278,7 +278,7 @@ describe('dashboard shell', () => {
 
         // The palette fits the phone, in the dark theme too.
         await page.getByRole('button', { name: 'Switch to dark theme' }).click();
-        await page.getByRole('button', { name: 'Search' }).click();
+        await page.getByRole('button', { name: 'Search all' }).click();
         const palette = page.getByRole('dialog', { name: 'Command palette' });
         await palette.waitFor();
         const box = await palette.boundingBox();

@@ -275,7 +275,7 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
           title="Command palette (Ctrl+K or ⌘+K)"
           onClick={() => setDialog('palette')}
         >
-          Search
+          Search all
         </button>
         <button
           type="button"
