@@ -55,6 +55,11 @@ const fake: FakeProvider<ChatBody> = await startFakeProvider<ChatBody>({
   record: false,
   keepAliveTimeoutMs: 30_000,
   route({ method, path, body, res }): boolean {
+    // The gateway's provider health check lists the models.
+    if (method === 'GET' && path === '/v1/models') {
+      sendJson(res, 200, { object: 'list', data: [{ id: 'bench-model', object: 'model' }] });
+      return true;
+    }
     if (method !== 'POST' || path !== '/v1/chat/completions') return false;
     return playReply(fake, res, body, chat.next(), {
       answer: (response, request) => answerInstantly(response, request),

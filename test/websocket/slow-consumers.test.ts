@@ -84,6 +84,8 @@ describe('websocket: clients that never read', () => {
           provider: { timeout_seconds: 120 },
           limits: {
             streams: { max_buffered_bytes: CAP },
+            // The reply is longer than a reply may be by default (1 MiB): this gateway takes it whole.
+            payloads: { max_reply_bytes: 2 * REPLY.length },
             overload: { memory_watermark_mb: null, max_event_loop_delay_ms: null },
           },
         },

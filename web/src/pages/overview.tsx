@@ -129,7 +129,7 @@ export default function OverviewPage({ api, live, role }: PageProps) {
       <div class="grid" aria-label="Today">
         <Stat label="Spend today">
           <span data-field="spend">{usd(spent)}</span>
-          <span class="muted"> of {budget === null ? 'no budget' : usd(budget)}</span>
+          <span class="muted">{budget === null ? ' (no budget set)' : ` of ${usd(budget)}`}</span>
           {share !== undefined && (
             <meter
               class="meter"
