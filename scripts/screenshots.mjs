@@ -3,8 +3,9 @@
 // Builds what is stale (scripts/build-if-needed.mjs), starts the built gateway on a temp data dir with the bench's
 // fake OpenAI-compatible model, seeds a little data through the API (sessions with replies, memory, knowledge,
 // a task, a cron job, a skill, a pairing code), then opens every route of web/src/routes.ts in headless Chromium
-// at 1280×800 (and the overview again at 390×844, as `overview-phone.png`). Whatever pages exist are taken: the
-// route table is read, not listed here. Options: `--out DIR` (default docs/screenshots), `--route NAME` (repeatable).
+// at 1280×800 in light and dark (`<page>.png`, `<page>-dark.png`), and the most used pages at 390×844 too
+// (`<page>-phone.png`, `<page>-phone-dark.png`). Whatever pages exist are taken: the route table is read, not
+// listed here. Options: `--out DIR` (default docs/screenshots), `--route NAME` (repeatable).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,9 @@ function routeNames() {
   const table = readFileSync(join(root, 'web', 'src', 'routes.ts'), 'utf8');
   return [...table.matchAll(/\{\s*name:\s*'([a-z0-9-]+)'/g)].map((m) => m[1]);
 }
+
+/** The pages also taken at phone width. */
+const PHONE_PAGES = ['overview', 'chat', 'sessions', 'approvals'];
 
 const log = (line) => process.stderr.write(`screenshots: ${line}\n`);
 
@@ -143,8 +147,8 @@ try {
     args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-gpu'],
   });
 
-  const shoot = async (viewport, name, file) => {
-    const context = await browser.newContext({ viewport, colorScheme: 'light' });
+  const shoot = async (viewport, name, file, colorScheme = 'light') => {
+    const context = await browser.newContext({ viewport, colorScheme });
     const page = await context.newPage();
     await page.goto(`${url}/#token=${ADMIN}`);
     await page.waitForFunction("!location.hash.includes('token=')", null, { timeout: 10_000 });
@@ -168,27 +172,38 @@ try {
 
   const names = routeNames().filter((n) => only.length === 0 || only.includes(n));
   if (names.length === 0) throw new Error('no routes found in web/src/routes.ts');
+  const DESKTOP = { width: 1280, height: 800 };
+  const PHONE = { width: 390, height: 844 };
   if (names.includes('pairing')) {
     // A pairing page with a live countdown: issue a code from the page itself.
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
-    const page = await context.newPage();
-    await page.goto(`${url}/#token=${ADMIN}`);
-    await page.waitForFunction("!location.hash.includes('token=')");
-    await page.goto(`${url}/#/pairing`);
-    const generate = page.getByRole('button', { name: /generate/i });
-    if (await generate.count()) {
-      await generate.click();
-      await page.waitForTimeout(1200);
+    for (const colorScheme of ['light', 'dark']) {
+      const context = await browser.newContext({ viewport: DESKTOP, colorScheme });
+      const page = await context.newPage();
+      await page.goto(`${url}/#token=${ADMIN}`);
+      await page.waitForFunction("!location.hash.includes('token=')");
+      await page.goto(`${url}/#/pairing`);
+      const generate = page.getByRole('button', { name: /generate/i });
+      if (await generate.count()) {
+        await generate.click();
+        await page.waitForTimeout(1200);
+      }
+      const file = colorScheme === 'dark' ? 'pairing-dark.png' : 'pairing.png';
+      await page.screenshot({ path: join(outDir, file) });
+      await context.close();
+      log(`wrote ${join(outDir, file)}`);
     }
-    await page.screenshot({ path: join(outDir, 'pairing.png') });
-    await context.close();
-    log(`wrote ${join(outDir, 'pairing.png')}`);
   }
+  // Every page on a desktop, light and dark (the OS setting, which the dashboard follows until a theme is
+  // picked); the pages used most also on a phone, light and dark.
   for (const name of names) {
     if (name === 'pairing') continue;
-    await shoot({ width: 1280, height: 800 }, name, `${name}.png`);
+    await shoot(DESKTOP, name, `${name}.png`);
+    await shoot(DESKTOP, name, `${name}-dark.png`, 'dark');
   }
-  if (names.includes('overview')) await shoot({ width: 390, height: 844 }, 'overview', 'overview-phone.png');
+  for (const name of names.filter((n) => PHONE_PAGES.includes(n))) {
+    await shoot(PHONE, name, `${name}-phone.png`);
+    await shoot(PHONE, name, `${name}-phone-dark.png`, 'dark');
+  }
 } finally {
   await browser?.close().catch(() => undefined);
   for (const child of children.reverse()) await stopChild(child, 10_000, 'SIGTERM').catch(() => undefined);
