@@ -1,16 +1,7 @@
 // Builds dist/ with tsc (and the bundle, below) when any source file is newer than the last build, so
 // `npm start` and `npm test` work on a fresh clone and stay fast on a built tree.
 import { execFileSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 import { cpSync } from 'node:fs';
 import { join, dirname } from 'node:path';
@@ -32,7 +23,7 @@ const alive = (pid) => {
   }
 };
 mkdirSync(join(root, 'dist'), { recursive: true });
-for (const deadline = Date.now() + 15 * 60_000; ; ) {
+for (const deadline = Date.now() + 15 * 60_000; ;) {
   try {
     mkdirSync(lockDir);
     writeFileSync(join(lockDir, 'pid'), String(process.pid));

@@ -21,8 +21,8 @@ describe('the command line for a newcomer', () => {
     gateway = startServe(['--config', file], { cwd: dir });
     url = await gateway.ready;
   });
-  afterAll(async () => {
-    await killAllNow();
+  afterAll(() => {
+    killAllNow();
     removeTempDirs();
   });
 

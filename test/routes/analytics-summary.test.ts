@@ -3,39 +3,15 @@
  * real turns, errors, and principal scoping (DECISIONS §18: an api principal sees only its own sessions).
  */
 import { describe, expect, it } from 'vitest';
+import type { AnalyticsSummaryView } from '../../src/analytics/analytics.presenter.js';
 import type { FakeUsage } from '../helpers/fake-openai.js';
 import { adminHeaders, apiHeaders, useHarness } from '../helpers/harness.js';
 
 /** The test's "now": 2026-11-21 10:30 UTC; the gateway and the analytics share this clock. */
 const NOW = Date.UTC(2026, 10, 21, 10, 30, 0, 0);
 
-interface Row {
-  requests: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost_usd: number;
-  model?: string;
-  channel?: string;
-  session?: string;
-}
-interface Summary {
-  period: string;
-  bucket: 'hour' | 'day';
-  totals: Record<string, number>;
-  by_model: Row[];
-  by_channel: Row[];
-  by_session: Row[];
-  series: Array<{
-    start: string;
-    messages: number;
-    turns: number;
-    input_tokens: number;
-    output_tokens: number;
-    cost_usd: number;
-    latency_p50_ms: number | null;
-    latency_p99_ms: number | null;
-  }>;
-}
+/** The answer, as the presenter writes it. */
+type Summary = AnalyticsSummaryView;
 interface ErrorBody {
   error: { code: string; details: unknown };
 }
