@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { ClientSettings } from '../config/config.file.js';
 import type { Config } from '../config/config.schema.js';
 import { adminTokenPath } from '../security/admin-token.js';
+import { isLoopbackHost } from '../security/host-origin.js';
 import { CliError, EXIT, type CliIo } from './io.js';
 
 /** The options every client command takes (DECISIONS §15). */
@@ -110,7 +111,7 @@ export async function resolveTarget(io: CliIo, options: ClientOptions): Promise<
   if (io.env.GATEHOUSE_TOKEN) return { url, apiPrefix, token: io.env.GATEHOUSE_TOKEN, tokenSource: 'GATEHOUSE_TOKEN' };
   // The generated admin token belongs to the local gateway: it is sent to the local configuration's address, or
   // to a --url on this machine (loopback), which is the same gateway reached another way; never elsewhere.
-  if (!explicitUrl || isLoopbackUrl(url)) {
+  if (!explicitUrl || isLoopbackHost(new URL(url).hostname)) {
     let dataDir: string | null = null;
     try {
       dataDir = (await local()).dataDir;
@@ -125,12 +126,6 @@ export async function resolveTarget(io: CliIo, options: ClientOptions): Promise<
     }
   }
   return { url, apiPrefix, token: null, tokenSource: null };
-}
-
-/** Whether `url` (an origin) is on this machine: localhost, 127.0.0.0/8 or ::1. */
-function isLoopbackUrl(url: string): boolean {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
 /** The error envelope's parts, as far as a client reads them. */

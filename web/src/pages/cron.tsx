@@ -14,7 +14,7 @@ import { Table } from '../ui/table';
 import { ConfirmButton } from '../ui/fields';
 import { CronForm, type CronJob } from './cron/cron-form';
 import { describeSchedule } from './cron/describe';
-import { useHashQuery } from './sessions/hash-query';
+import { useHashQuery } from '../ui/hash-query';
 import './cron/cron.css';
 
 /**

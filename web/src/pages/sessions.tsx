@@ -16,7 +16,7 @@ import { readStream, type StreamEvent } from '../sse';
 import { Badge, Empty, ErrorBox, Time, useLive, useLoad, useThrottled, usd } from '../ui';
 import { Highlighted, queryTokens } from '../ui/highlight';
 import { Table } from '../ui/table';
-import { replaceHashQuery, useHashQuery } from './sessions/hash-query';
+import { replaceHashQuery, useHashQuery } from '../ui/hash-query';
 import './sessions/sessions.css';
 
 type Session = Schemas['Session'];

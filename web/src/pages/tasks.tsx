@@ -12,7 +12,7 @@ import type { PageProps } from '../page';
 import { Empty, ErrorBox, useLive, useLoad } from '../ui';
 import { usePoll } from '../ui/fields';
 import { useFilters } from '../ui/filters';
-import { useHashQuery } from './sessions/hash-query';
+import { useHashQuery } from '../ui/hash-query';
 import { TaskCard } from './tasks/task-card';
 import { TaskForm } from './tasks/task-form';
 import { newer, PRIORITIES, STATUSES, taskOfEvent, type Task, type TaskStatus } from './tasks/task-model';

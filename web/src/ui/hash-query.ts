@@ -5,7 +5,7 @@
  * can be copied and shared.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { routeOf } from '../../routes';
+import { routeOf } from '../routes';
 
 /** The current hash route's query, updated on every `hashchange`. */
 export function useHashQuery(): URLSearchParams {
