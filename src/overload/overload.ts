@@ -19,9 +19,12 @@ const MAX_QUEUE_RETRY_AFTER_SECONDS = 30;
  */
 const MIN_READY_ALWAYS_TAKEN = 8;
 /** A queue wait under this never refuses: bursts of fast turns pass. */
-const MIN_QUEUE_WAIT_MS = 100;
-/** The wait allowed, as a share of a turn's mean run time: an accepted turn ends within about 2× its unloaded time. */
-const QUEUE_WAIT_SHARE_OF_RUN = 1;
+const MIN_QUEUE_WAIT_MS = 50;
+/**
+ * The wait allowed, as a share of a turn's mean run time: an accepted turn ends within about 1.5× its unloaded
+ * time, which leaves room, within the 2× that accepted work is held to, for the CPU a flood's refusals take.
+ */
+const QUEUE_WAIT_SHARE_OF_RUN = 0.5;
 
 const MB = 1024 * 1024;
 
@@ -96,7 +99,7 @@ export function openOverload(options: OverloadOptions): Overload {
       else log.info(line, 'event loop on time again: new work is taken again');
     }
   };
-  const sampler = new LoadSampler(measure, judge, options.probes);
+  const sampler = new LoadSampler(measure, judge, options.probes, watermarkBytes);
   sampler.sample(); // health and the first requests have a value before the timer's first tick
 
   metrics.loadGauges({

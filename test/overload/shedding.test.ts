@@ -7,6 +7,7 @@
  * Memory is read through an injected probe and sampled by ManualTimers; the
  * queue's waits run on a ManualClock.
  */
+import http from 'node:http';
 import type { LightMyRequestResponse } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -146,6 +147,46 @@ describe('overload: the memory watermark', () => {
     const after = await getMetrics(h);
     expect(after.body).toContain('gatehouse_shedding 0');
   });
+
+  it('keeps the connection of a small refused request open, and closes it after a large one', async () => {
+    const base = new URL(await h.gateway.listen());
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    /** POSTs a message of about `bytes` over the agent's one socket: status, Connection, and whether it reused it. */
+    const post = (bytes: number) =>
+      new Promise<{ status: number; connection: string | undefined; reused: boolean }>((resolve, reject) => {
+        const body = JSON.stringify({ platform: 'api', user_id: 'u1', chat_id: 'ka', text: 'x'.repeat(bytes) });
+        const request = http.request(
+          {
+            host: base.hostname,
+            port: base.port,
+            path: '/api/v1/message',
+            method: 'POST',
+            agent,
+            headers: { ...apiHeaders, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () =>
+              resolve({ status: res.statusCode!, connection: res.headers.connection, reused: request.reusedSocket }),
+            );
+          },
+        );
+        request.on('error', reject);
+        request.end(body);
+      });
+    try {
+      memory.sample(150);
+      // Refused from its headers, before the body is read: a small body is read and dropped, the socket kept.
+      expect(await post(100)).toEqual({ status: 503, connection: 'keep-alive', reused: false });
+      expect(await post(100)).toEqual({ status: 503, connection: 'keep-alive', reused: true });
+      // A large one is not read: the connection closes after the answer.
+      expect(await post(200 * 1024)).toMatchObject({ status: 503, connection: 'close' });
+      expect((await post(100)).reused).toBe(false);
+    } finally {
+      memory.sample(60);
+      agent.destroy();
+    }
+  });
 });
 
 describe('overload: the heap measure and no watermark', () => {
@@ -224,10 +265,10 @@ describe('overload: the turn queue', () => {
       expect((await send(h, chat, 'more')).statusCode).toBe(202);
     }
 
-    // Now 8 wait, and the turn first in line has waited longer than the budget (100 ms before any turn has ended).
+    // Now 8 wait, and the turn first in line has waited longer than the budget (50 ms before any turn has ended).
     expectShed(await send(h, 'd', 'four', {}, '?wait=true'), 1, {
       code: 'UNAVAILABLE',
-      details: { reason: 'queue_wait', retry_after_seconds: 1, max_wait_ms: 100 },
+      details: { reason: 'queue_wait', retry_after_seconds: 1, max_wait_ms: 50 },
     });
 
     // A retry of an accepted message is answered from its original, not refused.

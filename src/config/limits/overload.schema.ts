@@ -44,8 +44,8 @@ export const overloadSchema = z
           'When more sessions wait for a turn slot than there are slots (at least 8), a new turn is refused with 503',
           'and Retry-After if it would wait longer than this for a free turn slot',
           '(the turns ready ahead of it over agent.max_concurrent_turns, times the mean run time of a turn) or the',
-          'turn longest in line has waited longer. The wait is also held to the mean run time of a turn (never',
-          'under 100 ms), so an accepted turn ends within about twice its unloaded time.',
+          'turn longest in line has waited longer. The wait is also held to half the mean run time of a turn (never',
+          'under 50 ms), so an accepted turn ends within about 1.5 times its unloaded time.',
         ),
       ),
   })
