@@ -129,18 +129,39 @@ export function refuseMissingHost(request: FastifyRequest, reply: FastifyReply):
   }
 }
 
+/** Answers that tell the client to come back (429, 503 with `Retry-After`). */
+const RETRY_LATER_STATUSES: ReadonlySet<number> = new Set([429, 503]);
+/** A body declared no longer than this, refused with a retry-later answer, is read and dropped instead. */
+const DRAINED_BODY_BYTES = 64 * 1024;
+
+/**
+ * True when the request's body is declared (`Content-Length`, not chunked) and small: reading it to drop it
+ * costs less than the connection a client would open to retry.
+ */
+function smallDeclaredBody(raw: FastifyRequest['raw']): boolean {
+  if (raw.headers['transfer-encoding'] !== undefined) return false;
+  const length = Number(raw.headers['content-length'] ?? '0');
+  return Number.isSafeInteger(length) && length >= 0 && length <= DRAINED_BODY_BYTES;
+}
+
 /**
  * For an `onSend` hook: when the answer leaves before the request body was
  * read to its end (refused from its headers, or over the body cap), the
  * connection closes after it (`Connection: close`) with a bounded linger,
  * so the client can finish writing and read the answer, and the server
  * never reads more than `LINGER` of a body it refused.
+ *
+ * Except a retry-later answer (load shedding's 503, a 429) to a small declared body: Node reads that body
+ * and drops it, and the connection stays open. A flood refused this way is answered on the connections it
+ * has; closing each one made every retry a new connection, and the listen queue overflowed (connections took
+ * seconds to open, accepted work with them: ADR 0043).
  */
 export function closeAfterEarlyAnswer(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
   const socket = raw.socket;
   // `inject` has no socket of its own, and a request read to its end needs nothing.
   if (raw.complete || !(socket instanceof Socket)) return;
+  if (RETRY_LATER_STATUSES.has(reply.statusCode) && smallDeclaredBody(raw)) return;
   void reply.header('connection', 'close');
   // Node ends a `Connection: close` response with `socket.destroySoon()`: lingering replaces it.
   socket.destroySoon = () => lingerThenClose(socket);
