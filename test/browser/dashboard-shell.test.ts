@@ -59,7 +59,7 @@ describe('dashboard shell', () => {
     await expectAccessible(page);
     await screenshot(page, 'shell-palette');
     await field.fill('logs');
-    expect(await palette.getByRole('option', { selected: true }).textContent()).toContain('Logs');
+    await expect.poll(() => palette.getByRole('option', { selected: true }).textContent()).toContain('Logs');
     await page.keyboard.press('Enter');
     await expect.poll(() => page.evaluate<string>('location.hash')).toBe('#/logs');
     expect(await palette.count()).toBe(0);
@@ -78,18 +78,20 @@ describe('dashboard shell', () => {
     // Arrow keys move the active option (named by aria-activedescendant).
     await page.keyboard.press('Control+k');
     await field.fill('');
-    const first = await field.getAttribute('aria-activedescendant');
+    // The list is rendered after the keystroke: every read after one polls.
+    const active = (): Promise<string | null> => field.getAttribute('aria-activedescendant');
+    await expect.poll(() => palette.getByRole('option').first().getAttribute('id')).toBe(await active());
+    const first = await active();
     await page.keyboard.press('ArrowDown');
-    const second = await field.getAttribute('aria-activedescendant');
-    expect(second).not.toBe(first);
-    expect(await palette.getByRole('option', { selected: true }).getAttribute('id')).toBe(second);
+    await expect.poll(active).not.toBe(first);
+    const second = await active();
+    await expect.poll(() => palette.getByRole('option', { selected: true }).getAttribute('id')).toBe(second);
     await page.keyboard.press('ArrowUp');
-    expect(await field.getAttribute('aria-activedescendant')).toBe(first);
+    await expect.poll(active).toBe(first);
     // Up from the first wraps to the last.
     await page.keyboard.press('ArrowUp');
-    expect(await field.getAttribute('aria-activedescendant')).toBe(
-      await palette.getByRole('option').last().getAttribute('id'),
-    );
+    const last = await palette.getByRole('option').last().getAttribute('id');
+    await expect.poll(active).toBe(last);
 
     // An action.
     await field.fill('approvals');
