@@ -36,9 +36,13 @@ export interface LoadOptions {
 export interface LoadResult {
   /** Requests completed inside the measured window. */
   completed: number;
+  /** Of those, the ones answered with `expectStatus` (and passing `check`). */
+  completedOk: number;
   /** Measured window, in seconds. */
   seconds: number;
   rps: number;
+  /** `completedOk` per second: the server's throughput of the work asked for, without its refusals. */
+  okRps: number;
   p50Ms: number;
   p99Ms: number;
   /** Every request issued (warm-up, window and the tail after it). */
@@ -120,6 +124,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   let windowClosed = false;
   let latencies = new Float64Array(1 << 16);
   let completed = 0;
+  let completedOk = 0;
   let issued = 0;
   let non2xx = 0;
   let errors = 0;
@@ -157,6 +162,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         const t1 = performance.now();
         statuses[status] = (statuses[status] ?? 0) + 1;
         if (status < 200 || status > 299) non2xx++;
+        let ok = false;
         if (status !== options.expectStatus) {
           fail(
             `${spec.method} ${spec.path} → HTTP ${status} (expected ${options.expectStatus}): ${body.slice(0, 300)}`,
@@ -164,8 +170,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
         } else if (options.check) {
           const problem = options.check(body, n);
           if (problem) fail(`${spec.method} ${spec.path} → ${problem}: ${body.slice(0, 300)}`);
-        }
+          else ok = true;
+        } else ok = true;
         if (t1 >= windowStart && t1 <= windowEnd) {
+          if (ok) completedOk++;
           if (completed === latencies.length) {
             const grown = new Float64Array(latencies.length * 2);
             grown.set(latencies);
@@ -196,8 +204,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const sorted = latencies.slice(0, completed).sort();
   return {
     completed,
+    completedOk,
     seconds,
     rps: completed / seconds,
+    okRps: completedOk / seconds,
     p50Ms: percentile(sorted, 50),
     p99Ms: percentile(sorted, 99),
     issued,

@@ -17,6 +17,7 @@ import {
   type PressureGateway,
 } from './pressure.js';
 import { percentile } from './probes.js';
+import { cpuMs, threadCpuMs } from './proc-stats.js';
 import { measureWebSocketClients, webSocketClientFigures } from './ws-clients.js';
 
 /**
@@ -114,10 +115,18 @@ function scenarioGateway(
 
 /** (k): capacity, the unloaded p99, then the flood and the recovery after it. */
 async function overload(ctx: MemoryContext): Promise<void> {
-  const gateway = await scenarioGateway(ctx, 'overload', 'overload');
+  const loopDelayMs = process.env.BENCH_MAX_EVENT_LOOP_DELAY_MS;
+  const gateway = await scenarioGateway(
+    ctx,
+    'overload',
+    'overload',
+    loopDelayMs ? { limits: { overload: { max_event_loop_delay_ms: Number(loopDelayMs) } } } : undefined,
+  );
   const text = `delay=${memorySettings.modelDelayMs}`;
   try {
-    ctx.progress(`(k) overload [${ctx.backend}]: capacity (waited turns, 64 in flight, ${ctx.seconds} s)…`);
+    ctx.progress(
+      `(k) overload [${ctx.backend}]: capacity (waited turns answered 200, 32 in flight, ${ctx.seconds} s)…`,
+    );
     const rate = await waitedTurnCapacity(gateway.url, text, ctx.warmupSeconds * 1000, ctx.seconds * 1000);
     figure(ctx, 'overload.capacity.turns_per_s', `(k) capacity, waited turns (model ${text} ms)`, rate, 'turns/s');
 
@@ -140,6 +149,13 @@ async function overload(ctx: MemoryContext): Promise<void> {
     const offered = rate * memorySettings.floodFactor;
     ctx.progress(`(k): flood at ${fmt(offered, 0)}/s (${memorySettings.floodFactor}× capacity) for ${ctx.seconds} s…`);
     const sampler = new RssSampler(gateway.child.pid).start();
+    const pid = gateway.child.pid;
+    const cpuBefore = {
+      gateway: cpuMs(pid),
+      loop: threadCpuMs(pid, pid),
+      bench: cpuMs(process.pid),
+      at: performance.now(),
+    };
     const flood = new Flood({
       url: gateway.url,
       rate: offered,
@@ -151,6 +167,12 @@ async function overload(ctx: MemoryContext): Promise<void> {
       prefix: 'flood',
     });
     await flood.run();
+    const floodMs = performance.now() - cpuBefore.at;
+    const busy = {
+      gateway: (cpuMs(pid) - cpuBefore.gateway) / floodMs,
+      loop: (threadCpuMs(pid, pid) - cpuBefore.loop) / floodMs,
+      bench: (cpuMs(process.pid) - cpuBefore.bench) / floodMs,
+    };
     // Taking work again once the flood ends, then the backlog it left (acknowledged turns run to their end).
     const takes = await timeToTakeWork(gateway.url, 30_000, 'recover');
     const unloadedP99 = percentile(unloaded.waited.latencies, 99);
@@ -164,6 +186,27 @@ async function overload(ctx: MemoryContext): Promise<void> {
         `waited turns fast again after ${fmt(takes + drained, 2)} s`,
     );
     floodFigures(ctx, unloaded, result, peak, { takes, drained }, threshold);
+    figure(
+      ctx,
+      'overload.flood.gateway_cpu',
+      "(k) flood: the gateway's CPU (all its threads), share of one core",
+      busy.gateway,
+      'cores',
+    );
+    figure(
+      ctx,
+      'overload.flood.gateway_loop_cpu',
+      "(k) flood: the gateway's main thread (its event loop), share of one core",
+      busy.loop,
+      'cores',
+    );
+    figure(
+      ctx,
+      'overload.flood.client_cpu',
+      "(k) flood: the load generator's CPU (the bench's process), share of one core",
+      busy.bench,
+      'cores',
+    );
   } finally {
     await gateway.stop();
   }
@@ -230,6 +273,15 @@ function floodFigures(
     p99(result.waited.afterConnect) / p99(unloaded.waited.afterConnect),
     'ratio',
   );
+  for (const kind of ['waited', 'ack'] as const) {
+    figure(
+      ctx,
+      `overload.flood.${kind}_server_p99_ratio`,
+      `(k) flood: accepted ${kind === 'waited' ? 'waited turn' : '202 acceptance'} p99 on the gateway's clock (Server-Timing) ÷ unloaded`,
+      p99(result[kind].server) / p99(unloaded[kind].server),
+      'ratio',
+    );
+  }
   figure(
     ctx,
     'overload.flood.connect_p99_ms',
@@ -276,6 +328,14 @@ function floodFigures(
   );
 
   if (result.firstError) ctx.note(`(k) [${ctx.backend}] first failure in the flood: ${result.firstError}`);
+  const phases = (stats: FloodResult['waited']): string =>
+    Object.entries(stats.phases)
+      .map(([name, values]) => `${name} ${fmt(p99(values))}`)
+      .join(', ');
+  ctx.note(
+    `(k) [${ctx.backend}] Server-Timing p99 by phase, ms: waited unloaded ${phases(unloaded.waited)}; flood ` +
+      `${phases(result.waited)}; 202 unloaded ${phases(unloaded.ack)}; flood ${phases(result.ack)}.`,
+  );
   ctx.note(
     `(k) [${ctx.backend}] recovery: waited turns one at a time after the flood, back when 3 in a row answer 200 ` +
       `within ${fmt(threshold, 0)} ms; flood statuses: waited ${JSON.stringify(result.waited.statuses)}, ` +

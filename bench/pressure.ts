@@ -96,7 +96,7 @@ export async function startPressureGateway(options: PressureGatewayOptions): Pro
   const child = spawnGateway(['--config', configPath], {
     name: options.name,
     cwd: options.dir,
-    nodeArgs: options.nodeArgs ?? [],
+    nodeArgs: options.nodeArgs ?? process.env.BENCH_GATEWAY_NODE_ARGS?.split(' ').filter(Boolean) ?? [],
     startTimeoutMs: 30_000,
     stdin: 'pipe',
     keepLines: 200,
@@ -195,8 +195,10 @@ export async function inspector(url: string): Promise<{ heapAfterGcMiB(): Promis
 }
 
 /**
- * The gateway's capacity of waited turns (turns/s, at least 1): a closed loop
- * of 64 in flight, each turn's model call told `text` (e.g. `delay=50`).
+ * The gateway's capacity of waited turns (turns/s, at least 1): the turns answered 200 per second by a closed
+ * loop of 32 in flight (twice `agent.max_concurrent_turns`: every slot busy and a turn's worth waiting, what
+ * the turn queue takes without refusing), each turn's model call told `text` (e.g. `delay=50`). Refusals are
+ * not capacity: counting them once made a gateway that refused most of 64 in flight look 20× faster than it is.
  */
 export async function waitedTurnCapacity(
   url: string,
@@ -206,7 +208,7 @@ export async function waitedTurnCapacity(
 ): Promise<number> {
   const load = await runLoad({
     url,
-    concurrency: 64,
+    concurrency: 32,
     warmupMs,
     durationMs,
     maxRequests: 1_000_000,
@@ -219,7 +221,7 @@ export async function waitedTurnCapacity(
       body: Buffer.from(JSON.stringify({ platform: 'cap', user_id: 'u', chat_id: `cap${n % 256}`, text })),
     }),
   });
-  return Math.max(1, load.rps);
+  return Math.max(1, load.okRps);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -229,6 +231,25 @@ interface Reply {
   status: number;
   body: string;
   retryAfter: boolean;
+  /** The `total` of the answer's `Server-Timing` (handler start to answer, on the gateway's clock), ms; or NaN. */
+  serverMs: number;
+  /** Every phase of the answer's `Server-Timing` (accept, queue, claim, provider, persist, deliver, total), ms. */
+  phases: Record<string, number>;
+}
+
+/** The phases of a `Server-Timing` header (`name;dur=ms, …`). */
+function serverPhases(header: string | string[] | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const match of (Array.isArray(header) ? header.join(',') : (header ?? '')).matchAll(/([a-z]+);dur=([0-9.]+)/g)) {
+    out[match[1]!] = Number(match[2]);
+  }
+  return out;
+}
+
+/** The `total;dur=` of a `Server-Timing` header, or NaN. */
+function serverTotalMs(header: string | string[] | undefined): number {
+  const match = /(?:^|,)\s*total;dur=([0-9.]+)/.exec(Array.isArray(header) ? header.join(',') : (header ?? ''));
+  return match ? Number(match[1]) : NaN;
 }
 
 /**
@@ -270,6 +291,8 @@ function request(
             status: res.statusCode ?? 0,
             body: Buffer.concat(chunks).toString('utf8'),
             retryAfter: typeof res.headers['retry-after'] === 'string' && res.headers['retry-after'] !== '',
+            serverMs: serverTotalMs(res.headers['server-timing']),
+            phases: serverPhases(res.headers['server-timing']),
           }),
         );
         res.on('error', reject);
@@ -366,6 +389,13 @@ export interface KindStats {
   connects: number[];
   /** HTTP: latency of accepted work from its connection being open (the latency less the connect), ms. */
   afterConnect: number[];
+  /**
+   * HTTP: latency of accepted work on the gateway's own clock (`Server-Timing` total: from the handler's start to
+   * the answer), ms. Apart from the client's view, it leaves out time in socket buffers and in either event loop.
+   */
+  server: number[];
+  /** HTTP: each `Server-Timing` phase of accepted work, ms (where the gateway's time went). */
+  phases: Record<string, number[]>;
 }
 
 /** What a flood offered and what became of it. */
@@ -416,6 +446,8 @@ const newStats = (): KindStats => ({
   reasons: {},
   connects: [],
   afterConnect: [],
+  server: [],
+  phases: {},
 });
 
 const REFUSED = new Set([503, 429]);
@@ -592,6 +624,8 @@ export class Flood {
             stats.accepted++;
             stats.latencies.push(performance.now() - t0);
             stats.afterConnect.push(performance.now() - t0 - connectMs);
+            if (Number.isFinite(reply.serverMs)) stats.server.push(reply.serverMs);
+            for (const [name, ms] of Object.entries(reply.phases)) (stats.phases[name] ??= []).push(ms);
           } else if (REFUSED.has(reply.status)) {
             stats.refused++;
             if (!reply.retryAfter) stats.refusedWithoutRetryAfter++;

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 /** CPU and memory figures of processes and of the machine, read from /proc (Linux), for the bench's report. */
 
@@ -20,9 +20,45 @@ export function ticksPerSecond(): number {
 
 /** CPU time (user + system) a process has used so far, in milliseconds, from /proc/<pid>/stat; NaN once it is gone. */
 export function cpuMs(pid: number): number {
+  return statCpuMs(`/proc/${pid}/stat`);
+}
+
+/**
+ * CPU time of one thread of a process so far (its main thread: `tid` = `pid`), in milliseconds, from
+ * /proc/<pid>/task/<tid>/stat; NaN once it is gone. The rest of a Node process's CPU is its helper threads'
+ * (V8's GC and compiler workers, libuv's pool).
+ */
+export function threadCpuMs(pid: number, tid: number): number {
+  return statCpuMs(`/proc/${pid}/task/${tid}/stat`);
+}
+
+/**
+ * CPU time a process's threads alive now have run so far, in milliseconds at nanosecond resolution (the first
+ * field of each /proc/<pid>/task/<tid>/schedstat); NaN once it is gone. For small amounts (an idle process over
+ * a few seconds), where utime+stime count whole clock ticks (10 ms).
+ */
+export function runMs(pid: number): number {
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return NaN;
+  }
+  let ns = 0;
+  for (const tid of tids) {
+    try {
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ', 1)[0]);
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return ns / 1e6;
+}
+
+function statCpuMs(path: string): number {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    stat = readFileSync(path, 'utf8');
   } catch {
     return NaN;
   }

@@ -195,9 +195,30 @@ export interface SoakSummary {
   heap: { start: number; end: number; peak: number };
   /** Heap after GC's least-squares trend over the run after the warm-up, MiB per hour. */
   heapSlopeMiBPerHour: number;
+  /**
+   * The highest heap after GC of each flood cycle (from one flood's start to the next; the part before the first
+   * flood is not a cycle). Caches that fill between floods and empty at each make the heap a saw-tooth whose
+   * overall slope depends on where the run stops; growth from cycle to cycle is what a leak shows.
+   */
+  cyclePeaks: number[];
   turns: number;
   shed: number;
   slowClosed: number;
+}
+
+/** The highest heap after GC of each flood cycle: the samples from a flood's first sample up to the next one's. */
+export function floodCyclePeaks(samples: readonly SoakSample[]): number[] {
+  const peaks: number[] = [];
+  let current: number | null = null;
+  samples.forEach((s, i) => {
+    const starts = s.flood && !(samples[i - 1]?.flood ?? false);
+    if (starts) {
+      if (current !== null) peaks.push(current);
+      current = s.heapMiB;
+    } else if (current !== null) current = Math.max(current, s.heapMiB);
+  });
+  if (current !== null) peaks.push(current);
+  return peaks;
 }
 
 /**
@@ -218,6 +239,7 @@ export function summarize(samples: readonly SoakSample[], warmupSeconds: number,
     },
     heap: { start: first.heapMiB, end: last.heapMiB, peak: Math.max(...samples.map((s) => s.heapMiB)) },
     heapSlopeMiBPerHour: heapSlopeMiBPerHour(samples, warmupSeconds),
+    cyclePeaks: floodCyclePeaks(samples),
     turns: last.turns,
     shed: last.shed,
     slowClosed: last.slowClosed,
@@ -233,6 +255,9 @@ export function summaryLines(summary: SoakSummary): string[] {
     `  RSS MiB (after GC): start ${f(summary.rss.start)}, end ${f(summary.rss.end)}; peak ${f(summary.rss.peak)} (any time)`,
     `  heap after GC MiB:  start ${f(summary.heap.start)}, end ${f(summary.heap.end)}, peak ${f(summary.heap.peak)}`,
     `  heap after GC slope (least squares, after warm-up): ${slope >= 0 ? '+' : ''}${slope.toFixed(2)} MiB/hour`,
+    ...(summary.cyclePeaks.length > 0
+      ? [`  heap after GC, highest of each flood cycle: ${summary.cyclePeaks.map(f).join(', ')} MiB`]
+      : []),
     `  waited turns ${summary.turns}, refused (503/429, error frames) ${summary.shed}, slow clients closed ${summary.slowClosed}`,
   ];
 }

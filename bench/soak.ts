@@ -223,7 +223,7 @@ async function every(
   }
 }
 
-/** The gateway's capacity of waited turns on the slow model (turns/s), over 5 s at 64 in flight. */
+/** The gateway's capacity of waited turns on the slow model (turns/s answered 200), over 5 s at 32 in flight. */
 async function measureCapacity(gateway: PressureGateway): Promise<number> {
   return waitedTurnCapacity(gateway.url, `delay=${settings.modelDelayMs}`, 1_000, 5_000);
 }

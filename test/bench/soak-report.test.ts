@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   CSV_HEADER,
+  floodCyclePeaks,
   heapSlopeMiBPerHour,
   linearFit,
   memoryChartSvg,
@@ -165,6 +166,20 @@ describe('summarize', () => {
     expect(lines).toContain('peak 150.0');
     expect(lines).toContain('+60.00 MiB/hour');
     expect(lines).toContain('slow clients closed 8');
+    // One flood: one cycle, from its sample to the end.
+    expect(summary.cyclePeaks).toEqual([24]);
+    expect(lines).toContain('highest of each flood cycle: 24.0 MiB');
+  });
+
+  it('takes the highest heap of each flood cycle, not counting the part before the first flood', () => {
+    const heap = [50, 40, 44, 48, 41, 45, 52, 43, 47];
+    const floods = new Set([1, 4, 7]);
+    const samples = heap.map((mib, i) => sample(i * 30, 150, mib, { flood: floods.has(i) }));
+    expect(floodCyclePeaks(samples)).toEqual([48, 52, 47]);
+    // A flood over two samples is one cycle's start.
+    const long = heap.map((mib, i) => sample(i * 30, 150, mib, { flood: i === 1 || i === 2 }));
+    expect(floodCyclePeaks(long)).toEqual([52]);
+    expect(floodCyclePeaks(heap.map((mib, i) => sample(i * 30, 150, mib)))).toEqual([]);
   });
 
   it('refuses an empty run', () => {
