@@ -22,6 +22,7 @@ import { killAllNow, spawnGateway, stopAll, stopChild, waitForHealth, type Child
 import { startStreamModel, type StreamModel } from './stream-model.js';
 import { startOtlpSink } from './otlp-sink.js';
 import { memoryScenarios, webSocketClientsScenario } from './memory-scenarios.js';
+import { ordinaryReport, ordinaryScenario } from './ordinary.js';
 
 /**
  * `npm run bench`: the message path's throughput, latency and CPU, on SQLite
@@ -35,7 +36,7 @@ import { memoryScenarios, webSocketClientsScenario } from './memory-scenarios.js
  */
 
 const TOKEN = 'bench-token';
-/** Admin token, used only to read the turn ledger while draining (so the measured token is an api token). */
+/** Admin token, used only to read the turn ledger while draining and (p)'s /metrics (so the measured token is an api token). */
 const ADMIN_TOKEN = 'bench-admin-token';
 const HIGH_LIMIT = 100_000_000;
 /**
@@ -45,8 +46,8 @@ const HIGH_LIMIT = 100_000_000;
 const MAX_QUEUED_TURNS = 200_000;
 const ERROR_BUDGET = 0.01;
 
-const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o'] as const;
-/** Run without BENCH_SCENARIOS: all but the long memory scenarios (k, l, m, o), which are asked for by name. */
+const SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p'] as const;
+/** Run without BENCH_SCENARIOS: all but the long scenarios (k, l, m, o, p), which are asked for by name. */
 const DEFAULT_SCENARIOS = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'n'] as const;
 const BACKENDS = ['sqlite', 'postgres'] as const;
 type Backend = (typeof BACKENDS)[number];
@@ -277,6 +278,8 @@ async function startGateway(
   storage: Record<string, unknown>,
   provider: Record<string, unknown>,
   extra: Record<string, unknown> = {},
+  /** More flags of `node` (e.g. `--inspect` for (p)'s profile). */
+  nodeArgs: string[] = [],
 ): Promise<Gateway> {
   mkdirSync(dir, { recursive: true });
   const config = {
@@ -296,7 +299,7 @@ async function startGateway(
   const child = spawnGateway(['--config', configPath], {
     name,
     cwd: dir,
-    nodeArgs: settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] : [],
+    nodeArgs: [...(settings.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${settings.cpuProfDir}`] : []), ...nodeArgs],
     startTimeoutMs: 30_000,
     // stdin stays open like the other children's; the output is kept only as a tail for error reports.
     stdin: 'pipe',
@@ -675,6 +678,7 @@ function printReport(memory: Map<Backend, { idle: number; after: number; peak: n
   log();
   printLoadTable(baseline);
   printBreakdowns();
+  for (const line of ordinaryReport()) log(line);
   log();
   printVerdicts(log);
   log();
@@ -1127,6 +1131,24 @@ async function runBackend(
     if (settings.scenarios.has('i')) {
       if (backend === 'postgres') await clusterScenario(backend, dir, storage);
       else lines.push('[sqlite] (i) cluster: skipped (one process per SQLite database; several share PostgreSQL)');
+    }
+
+    if (settings.scenarios.has('p')) {
+      await ordinaryScenario({
+        backend,
+        dir: join(dir, 'ordinary'),
+        warmupSeconds: settings.warmupSeconds,
+        warmupTurns: settings.singleUserWarmup,
+        redisUrl: settings.redisUrl,
+        apiToken: TOKEN,
+        metricsToken: ADMIN_TOKEN,
+        startModel: () => startBenchServer('fake OpenAI server', 'fake-openai.js'),
+        startGateway: (gatewayDir, name, provider, extra, nodeArgs) =>
+          startGateway(gatewayDir, name, storage, provider, extra, nodeArgs),
+        reachable,
+        settle,
+        progress,
+      });
     }
 
     if (['k', 'l', 'm', 'n'].some((id) => settings.scenarios.has(id))) {

@@ -126,7 +126,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const tracked = providerHealth.track(provider);
   const onChange = settings.onChange.bind(settings);
   const agents = openAgents({ config, store, provider: tracked, tools, systemContext, onChange });
-  store.writer.observe((seconds) => metrics.storeBatch.observe(seconds));
+  metrics.watchStore(store);
   const tracing = await openTracing(config, { instanceId, version: packageVersion(), logger }); // SDK only when on
   const subscriptions = openSubscriptions({ config, store, clock, ids, logger, instanceId, metrics, tracing, bus });
   const messages = createMessagePath({

@@ -37,6 +37,12 @@ export class GatewayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
     registers: [this.registry],
   });
+  /** Every statement the store sends (transaction control included): a turn's database round trips. */
+  readonly storeStatements = new Counter({
+    name: 'gatehouse_store_statements_total',
+    help: 'Statements sent to the database, transaction control (begin, commit, rollback) included',
+    registers: [this.registry],
+  });
 
   /** The cross-process bus (ADR 0025): publish → receive, from the sender's timestamp. */
   readonly busLag = new Histogram({
@@ -110,6 +116,15 @@ export class GatewayMetrics {
   }
 
   /** The message path's observers: each turn's duration by status, and idempotent replays. */
+  /** Counts the store's commits (their batches' latency) and statements: `gatehouse_store_*`. */
+  watchStore(store: {
+    writer: { observe(observer: (seconds: number) => void): void };
+    observeStatements(observer: () => void): void;
+  }): void {
+    store.writer.observe((seconds) => this.storeBatch.observe(seconds));
+    store.observeStatements(() => this.storeStatements.inc());
+  }
+
   turnObserver(): { onOutcome(status: string, ms: number): void; onReplay(): void } {
     return {
       onOutcome: (status, ms) => this.turnDuration.observe({ status }, ms / 1000),

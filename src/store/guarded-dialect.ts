@@ -16,6 +16,32 @@ export type UnavailableTest = (error: unknown) => boolean;
 /** Drivers created from a guarded dialect, so the store can close them without Kysely's own destroy. */
 const driversOf = new WeakMap<Dialect, Driver[]>();
 
+/** Told of every statement a guarded dialect sends to the database (metrics); one per dialect, shared by its parts. */
+interface StatementTap {
+  onStatement: () => void;
+}
+
+const noop = (): void => undefined;
+
+/** The tap of each guarded dialect (and of a dialect wrapping one, `shareStatementTap`). */
+const tapsOf = new WeakMap<Dialect, StatementTap>();
+
+/**
+ * Calls `observer` once for every statement `dialect` (a guarded one) sends to the database, whichever way:
+ * Kysely's connections, the direct lane, and transaction control (begin, commit, rollback, savepoints). It runs on
+ * the hot path, synchronously: it must only count. Replaces an earlier observer; ignored for another dialect.
+ */
+export function observeStatements(dialect: Dialect, observer: () => void): void {
+  const tap = tapsOf.get(dialect);
+  if (tap) tap.onStatement = observer;
+}
+
+/** Lets `observeStatements(wrapper, …)` reach the statements of the guarded dialect `inner` it wraps (faults). */
+export function shareStatementTap(wrapper: Dialect, inner: Dialect): void {
+  const tap = tapsOf.get(inner);
+  if (tap) tapsOf.set(wrapper, tap);
+}
+
 /**
  * Makes `dialect` one that `closeGuardedDialect` closes: from now on the
  * drivers passed to `trackDriver` for it are destroyed there. For a dialect
@@ -48,9 +74,10 @@ export async function closeGuardedDialect(dialect: Dialect): Promise<void> {
  */
 export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): Dialect {
   const map = (error: unknown): unknown => (isUnavailable(error) ? toUnavailable(error) : error);
+  const tap: StatementTap = { onStatement: noop };
   const guarded: Dialect = {
     createDriver: () => {
-      const driver = new GuardedDriver(dialect.createDriver(), map);
+      const driver = new GuardedDriver(dialect.createDriver(), map, tap);
       trackDriver(guarded, driver);
       return driver;
     },
@@ -59,11 +86,16 @@ export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): 
       const adapter = dialect.createAdapter();
       wrapDirectLane(adapter, (inner) => ({
         run<R>(sql: string, parameters: readonly unknown[], inTransaction: boolean) {
+          let result: QueryResult<R> | undefined;
           try {
-            return inner.run<R>(sql, parameters, inTransaction);
+            result = inner.run<R>(sql, parameters, inTransaction);
           } catch (error) {
+            tap.onStatement(); // it ran, and failed
             throw map(error);
           }
+          // Declined (undefined): it takes Kysely's path and is counted there.
+          if (result) tap.onStatement();
+          return result;
         },
       }));
       return adapter;
@@ -71,6 +103,7 @@ export function guardDialect(dialect: Dialect, isUnavailable: UnavailableTest): 
     createIntrospector: (db) => dialect.createIntrospector(db),
   };
   registerGuardedDialect(guarded);
+  tapsOf.set(guarded, tap);
   return guarded;
 }
 
@@ -83,9 +116,11 @@ class GuardedConnection implements DatabaseConnection {
   constructor(
     readonly inner: DatabaseConnection,
     private readonly map: (error: unknown) => unknown,
+    private readonly tap: StatementTap,
   ) {}
 
   async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    this.tap.onStatement();
     try {
       return await this.inner.executeQuery<R>(query);
     } catch (error) {
@@ -94,6 +129,7 @@ class GuardedConnection implements DatabaseConnection {
   }
 
   async *streamQuery<R>(query: CompiledQuery, chunkSize?: number): AsyncIterableIterator<QueryResult<R>> {
+    this.tap.onStatement();
     try {
       yield* this.inner.streamQuery<R>(query, chunkSize);
     } catch (error) {
@@ -114,6 +150,7 @@ class GuardedDriver implements Driver {
   constructor(
     private readonly inner: Driver,
     private readonly map: (error: unknown) => unknown,
+    private readonly tap: StatementTap,
   ) {}
 
   private async guard<T>(action: () => Promise<T>): Promise<T> {
@@ -131,25 +168,30 @@ class GuardedDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     if (this.closed) throw new StoreUnavailableError('store closed');
     try {
-      return new GuardedConnection(await this.inner.acquireConnection(), this.map);
+      return new GuardedConnection(await this.inner.acquireConnection(), this.map, this.tap);
     } catch (error) {
       throw toUnavailable(error);
     }
   }
 
+  // Transaction control runs on the unwrapped connection (one statement each), so it is counted here.
   beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    this.tap.onStatement();
     return this.guard(() => this.inner.beginTransaction(unwrap(connection), settings));
   }
 
   commitTransaction(connection: DatabaseConnection): Promise<void> {
+    this.tap.onStatement();
     return this.guard(() => this.inner.commitTransaction(unwrap(connection)));
   }
 
   rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    this.tap.onStatement();
     return this.guard(() => this.inner.rollbackTransaction(unwrap(connection)));
   }
 
   savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']): Promise<void> {
+    this.tap.onStatement();
     return this.guard(() => this.savepointMethod('savepoint')(unwrap(connection), name, compile));
   }
 
@@ -158,6 +200,7 @@ class GuardedDriver implements Driver {
     name: string,
     compile: QueryCompiler['compileQuery'],
   ): Promise<void> {
+    this.tap.onStatement();
     return this.guard(() => this.savepointMethod('rollbackToSavepoint')(unwrap(connection), name, compile));
   }
 
@@ -166,6 +209,7 @@ class GuardedDriver implements Driver {
     name: string,
     compile: QueryCompiler['compileQuery'],
   ): Promise<void> {
+    this.tap.onStatement();
     return this.guard(() => this.savepointMethod('releaseSavepoint')(unwrap(connection), name, compile));
   }
 

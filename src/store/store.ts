@@ -5,7 +5,7 @@ import type { Database } from './database.js';
 import { StoreUnavailableError, errorMessage } from './errors.js';
 import type { FullTextDialect } from './fulltext.js';
 import { GroupCommit, type GroupCommitOptions, type WriteOp } from './group-commit.js';
-import { closeGuardedDialect } from './guarded-dialect.js';
+import { closeGuardedDialect, observeStatements, shareStatementTap } from './guarded-dialect.js';
 import { faultDialect, type StoreFaults } from './store-faults.js';
 import { setMeta } from './meta.repo.js';
 import { migrate } from './migrate.js';
@@ -100,6 +100,11 @@ export interface Store {
    * StoreUnavailableError within ~2 s. Costs nothing while writes succeed.
    */
   checkWrites(): Promise<void>;
+  /**
+   * Calls `observer` once per statement sent to the database (transaction control included), synchronously on
+   * the hot path: it must only count (metrics). Replaces an earlier observer.
+   */
+  observeStatements(observer: () => void): void;
   /** Waits for queued writes to settle, then closes every connection. Idempotent. */
   close(): Promise<void>;
 }
@@ -158,7 +163,10 @@ export function createStore(options: StoreOptions): Store {
 }
 
 function withFaults(dialect: Dialect, faults: StoreFaults | undefined): Dialect {
-  return faults ? faultDialect(dialect, faults) : dialect;
+  if (!faults) return dialect;
+  const wrapped = faultDialect(dialect, faults);
+  shareStatementTap(wrapped, dialect);
+  return wrapped;
 }
 
 /**
@@ -217,6 +225,10 @@ class KyselyStore implements Store {
 
   tryLock(trx: Transaction<Database>, lockName: string): Promise<boolean> {
     return this.adapter.tryLock(trx, lockName);
+  }
+
+  observeStatements(observer: () => void): void {
+    observeStatements(this.dialect, observer);
   }
 
   ping(): Promise<void> {
