@@ -36,6 +36,18 @@ export function record(figure: Omit<Figure, 'met'>): Figure {
   return full;
 }
 
+/** Records a figure of `backend` from its parts (a target only when one is given). */
+export function recordFigure(
+  backend: string,
+  id: string,
+  label: string,
+  value: number,
+  unit: string,
+  target?: { op: TargetOp; value: number },
+): Figure {
+  return record({ id, backend, label, value, unit, ...(target ? { target } : {}) });
+}
+
 function meets(value: number, target: { op: TargetOp; value: number }): boolean {
   switch (target.op) {
     case '<=':

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { envNumber } from './common.js';
-import { record, type TargetOp } from './figures.js';
+import { record, recordFigure, type TargetOp } from './figures.js';
 import {
   coldStart,
   Flood,
@@ -84,7 +84,7 @@ function figure(
   unit: string,
   target?: { op: TargetOp; value: number },
 ): void {
-  record({ id, backend: ctx.backend, label, value, unit, ...(target ? { target } : {}) });
+  recordFigure(ctx.backend, id, label, value, unit, target);
 }
 
 /** The RSS ceiling as a target. */

@@ -4,7 +4,7 @@ import { SourceMap } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { cdpSession, envNumber, type CdpSession } from './common.js';
-import { record, type TargetOp } from './figures.js';
+import { recordFigure, type TargetOp } from './figures.js';
 import { runLoad } from './load.js';
 import { percentile, send } from './probes.js';
 import { cpuMs, machineBusyMs, runMs, threadCpuMs } from './proc-stats.js';
@@ -555,16 +555,7 @@ function messageBody(chat: string): Buffer {
   return Buffer.from(JSON.stringify({ platform: 'bench', user_id: 'u', chat_id: chat, text: 'hi' }));
 }
 
-function figure(
-  backend: string,
-  id: string,
-  label: string,
-  value: number,
-  unit: string,
-  target?: { op: TargetOp; value: number },
-): void {
-  record({ id, backend, label, value, unit, ...(target ? { target } : {}) });
-}
+const figure = recordFigure;
 
 function alive(child: Child): boolean {
   return child.process.exitCode === null && child.process.signalCode === null;

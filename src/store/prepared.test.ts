@@ -1,18 +1,10 @@
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { byKey, upsert } from '../../test/helpers/meta-queries.js';
 import { describeBackends, type TestStore } from '../../test/helpers/stores.js';
 import { StoreUnavailableError } from './errors.js';
 import { StoreFaults } from './store-faults.js';
 import { prepared } from './prepared.js';
 
-const byKey = prepared((ex, input: { key: string }) =>
-  ex.selectFrom('gateway_meta').select(['key', 'value']).where('key', '=', input.key),
-);
-const upsert = prepared((ex, input: { key: string; value: string; now: string }) =>
-  ex
-    .insertInto('gateway_meta')
-    .values({ key: input.key, value: input.value, updated_at: input.now })
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value: input.value, updated_at: input.now })),
-);
 /** A fixed `in` list and a limit: constants stay part of the query, inputs change per run. */
 const someOf = prepared((ex, input: { after: string; limit: number }) =>
   ex

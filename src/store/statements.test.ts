@@ -1,19 +1,9 @@
 import { sql } from 'kysely';
 import { afterEach, expect, it } from 'vitest';
+import { byKey, upsert } from '../../test/helpers/meta-queries.js';
 import { describeBackends, type TestStore } from '../../test/helpers/stores.js';
 import { GatewayMetrics } from '../metrics/metrics.js';
 import { StoreFaults } from './store-faults.js';
-import { prepared } from './prepared.js';
-
-const byKey = prepared((ex, input: { key: string }) =>
-  ex.selectFrom('gateway_meta').select(['key', 'value']).where('key', '=', input.key),
-);
-const upsert = prepared((ex, input: { key: string; value: string; now: string }) =>
-  ex
-    .insertInto('gateway_meta')
-    .values({ key: input.key, value: input.value, updated_at: input.now })
-    .onConflict((oc) => oc.column('key').doUpdateSet({ value: input.value, updated_at: input.now })),
-);
 
 /** `gatehouse_store_statements_total` as the metrics page shows it. */
 async function statementsTotal(metrics: GatewayMetrics): Promise<number> {
