@@ -290,6 +290,8 @@ describe('dashboard core pages in Chromium', () => {
     const { page } = dash;
     await withFailureScreenshot(page, 'keyboard-dark', async () => {
       await page.goto(`${dash.url}/#/overview`);
+      // A fresh document: after a hash change alone, Tab would go on from where an earlier test left the focus.
+      await page.reload();
       await page.locator('main h1').waitFor();
       await page.keyboard.press('Tab');
       const focused = () =>

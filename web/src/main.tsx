@@ -186,7 +186,15 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
   const { route } = routeOf(hash);
   const [connected, setConnected] = useState(false);
   const [notices, setNotices] = useState<Notice[]>([]);
-  const [dialog, setDialog] = useState<'palette' | 'help' | null>(null);
+  /** The open dialog; each opening has its own `id`, so a dialog opened again before a render is a new one. */
+  const [dialog, setDialog] = useState<{ kind: 'palette' | 'help'; id: number } | null>(null);
+  const dialogIds = useRef(0);
+  // From the state as it is, not as last rendered: a dialog asked for right after one closed (before the shell
+  // renders again) opens, and one that is open is never replaced.
+  const openDialog = useCallback(
+    (kind: 'palette' | 'help') => setDialog((open) => open ?? { kind, id: ++dialogIds.current }),
+    [],
+  );
   const [menuOpen, setMenuOpen] = useState(false);
   const { theme, toggle: toggleTheme } = useTheme();
   const nextId = useRef(1);
@@ -239,8 +247,8 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
 
   const closeDialog = useCallback(() => setDialog(null), []);
   useShortcuts({
-    openPalette: () => setDialog('palette'),
-    openHelp: () => setDialog('help'),
+    openPalette: () => openDialog('palette'),
+    openHelp: () => openDialog('help'),
     dialogOpen: dialog !== null,
   });
   const actions = useMemo<PaletteAction[]>(
@@ -248,7 +256,7 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
       { label: 'New chat', run: () => void (location.hash = '#/chat?new=1') },
       { label: 'Go to approvals', run: () => void (location.hash = '#/approvals') },
       { label: 'Toggle theme', run: toggleTheme },
-      { label: 'Keyboard shortcuts', run: () => setTimeout(() => setDialog('help')) },
+      { label: 'Keyboard shortcuts', run: () => setTimeout(() => openDialog('help')) },
       { label: 'Sign out', run: onSignOut },
     ],
     [toggleTheme, onSignOut],
@@ -273,7 +281,7 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
           class="secondary"
           aria-keyshortcuts="Control+K Meta+K"
           title="Command palette (Ctrl+K or ⌘+K)"
-          onClick={() => setDialog('palette')}
+          onClick={() => openDialog('palette')}
         >
           Search all
         </button>
@@ -333,8 +341,10 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
           </div>
         ))}
       </section>
-      {dialog === 'palette' && <CommandPalette api={api} actions={actions} onClose={closeDialog} />}
-      {dialog === 'help' && <ShortcutsHelp onClose={closeDialog} />}
+      {dialog?.kind === 'palette' && (
+        <CommandPalette key={dialog.id} api={api} actions={actions} onClose={closeDialog} />
+      )}
+      {dialog?.kind === 'help' && <ShortcutsHelp key={dialog.id} onClose={closeDialog} />}
     </div>
   );
 }

@@ -29,6 +29,7 @@ function isTyping(target: EventTarget | null): boolean {
 
 /** What the shell does on its keys. */
 export interface ShortcutHandlers {
+  /** Opens the palette unless a dialog is open (read from the current state: the last render may be stale). */
   openPalette: () => void;
   openHelp: () => void;
   /** True while a dialog is open: then only Ctrl/⌘+K is listened to (it does nothing more). */
@@ -45,7 +46,7 @@ export function useShortcuts(handlers: ShortcutHandlers): void {
       const { openPalette, openHelp, dialogOpen } = ref.current;
       if ((event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 'k') {
         event.preventDefault();
-        if (!dialogOpen) openPalette();
+        openPalette();
         return;
       }
       if (dialogOpen || event.ctrlKey || event.metaKey || event.altKey || isTyping(event.target)) return;
