@@ -6,7 +6,7 @@ import WebSocket from 'ws';
 import { cdpSession, spawnBenchServer } from './common.js';
 import { OUTCOME_STATUSES } from '../src/turns/turn-status.js';
 import { runLoad } from './load.js';
-import { percentile } from './probes.js';
+import { percentile, serverTiming } from './probes.js';
 import { memoryMiB } from './proc-stats.js';
 import { spawnGateway, stopChild, waitForHealth, type Child } from './processes.js';
 
@@ -231,25 +231,8 @@ interface Reply {
   status: number;
   body: string;
   retryAfter: boolean;
-  /** The `total` of the answer's `Server-Timing` (handler start to answer, on the gateway's clock), ms; or NaN. */
-  serverMs: number;
-  /** Every phase of the answer's `Server-Timing` (accept, queue, claim, provider, persist, deliver, total), ms. */
-  phases: Record<string, number>;
-}
-
-/** The phases of a `Server-Timing` header (`name;dur=ms, …`). */
-function serverPhases(header: string | string[] | undefined): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const match of (Array.isArray(header) ? header.join(',') : (header ?? '')).matchAll(/([a-z]+);dur=([0-9.]+)/g)) {
-    out[match[1]!] = Number(match[2]);
-  }
-  return out;
-}
-
-/** The `total;dur=` of a `Server-Timing` header, or NaN. */
-function serverTotalMs(header: string | string[] | undefined): number {
-  const match = /(?:^|,)\s*total;dur=([0-9.]+)/.exec(Array.isArray(header) ? header.join(',') : (header ?? ''));
-  return match ? Number(match[1]) : NaN;
+  /** The answer's `Server-Timing` phases (accept, queue, claim, provider, persist, deliver, total), ms. */
+  phases: Map<string, number>;
 }
 
 /**
@@ -291,8 +274,7 @@ function request(
             status: res.statusCode ?? 0,
             body: Buffer.concat(chunks).toString('utf8'),
             retryAfter: typeof res.headers['retry-after'] === 'string' && res.headers['retry-after'] !== '',
-            serverMs: serverTotalMs(res.headers['server-timing']),
-            phases: serverPhases(res.headers['server-timing']),
+            phases: serverTiming(res.headers),
           }),
         );
         res.on('error', reject);
@@ -624,8 +606,9 @@ export class Flood {
             stats.accepted++;
             stats.latencies.push(performance.now() - t0);
             stats.afterConnect.push(performance.now() - t0 - connectMs);
-            if (Number.isFinite(reply.serverMs)) stats.server.push(reply.serverMs);
-            for (const [name, ms] of Object.entries(reply.phases)) (stats.phases[name] ??= []).push(ms);
+            const total = reply.phases.get('total');
+            if (total !== undefined) stats.server.push(total);
+            for (const [name, ms] of reply.phases) (stats.phases[name] ??= []).push(ms);
           } else if (REFUSED.has(reply.status)) {
             stats.refused++;
             if (!reply.retryAfter) stats.refusedWithoutRetryAfter++;
