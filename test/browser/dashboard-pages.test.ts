@@ -196,7 +196,8 @@ describe('an operator’s console in Chromium', () => {
       // The history's role is a word: never "assist ant".
       const role = main.locator('td.history-role', { hasText: 'assistant' }).first();
       await role.waitFor();
-      expect(await linesOf(role)).toBe(1);
+      // The history may still be replacing the previous session's rows: the count is read once it settles.
+      await expect.poll(() => linesOf(role)).toBe(1);
       await screenshotsInEveryMode(page, 'pages-sessions');
 
       // A phone: the key stays on one line, the agent's name whole, nothing sticks out sideways.

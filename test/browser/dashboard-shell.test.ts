@@ -113,6 +113,28 @@ describe('dashboard shell', () => {
     await expect.poll(() => page.evaluate<string>('location.hash')).toMatch(/^#\/chat/);
   });
 
+  it('a palette opened at once after Esc stays open (the closed one’s late close event is its own)', async () => {
+    const { page } = dash;
+    await openPage(page, 'overview');
+    const palette = page.getByRole('dialog', { name: 'Command palette' });
+    await page.keyboard.press('Control+k');
+    await palette.waitFor();
+    // In one task: Esc's cancel closes the palette; once the shell has rendered (microtasks), Ctrl+K asks for
+    // a new one before the browser delivers the old element's queued `close` event.
+    await page.evaluate(`(async () => {
+      const dialog = document.querySelector('dialog.palette');
+      dialog.dispatchEvent(new Event('cancel', { cancelable: true }));
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+      document.dispatchEvent(new KeyboardEvent('keydown', { key: 'k', ctrlKey: true, bubbles: true, cancelable: true }));
+    })()`);
+    // Two frames later every queued event has been delivered: the new palette is still open.
+    await page.evaluate('new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))');
+    await palette.waitFor();
+    expect(await page.evaluate<boolean>("document.querySelector('dialog.palette')?.open ?? false")).toBe(true);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => palette.count()).toBe(0);
+  });
+
   it('? lists the shortcuts outside text fields; g then a letter goes to a page', async () => {
     const { page } = dash;
     await openPage(page, 'overview');

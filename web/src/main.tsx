@@ -245,7 +245,8 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
     api.GET('/api/v1/health').catch(() => undefined);
   }, [api, live]);
 
-  const closeDialog = useCallback(() => setDialog(null), []);
+  // Closes that opening only: a late close of an earlier dialog never closes the one open now.
+  const closeDialog = useCallback((id: number) => setDialog((open) => (open?.id === id ? null : open)), []);
   useShortcuts({
     openPalette: () => openDialog('palette'),
     openHelp: () => openDialog('help'),
@@ -342,9 +343,9 @@ function Layout({ token, role, onSignOut }: { token: string; role: Role; onSignO
         ))}
       </section>
       {dialog?.kind === 'palette' && (
-        <CommandPalette key={dialog.id} api={api} actions={actions} onClose={closeDialog} />
+        <CommandPalette key={dialog.id} api={api} actions={actions} onClose={() => closeDialog(dialog.id)} />
       )}
-      {dialog?.kind === 'help' && <ShortcutsHelp key={dialog.id} onClose={closeDialog} />}
+      {dialog?.kind === 'help' && <ShortcutsHelp key={dialog.id} onClose={() => closeDialog(dialog.id)} />}
     </div>
   );
 }

@@ -23,6 +23,14 @@ export function Modal({ labelledBy, onClose, class: className, children }: Modal
   const dialog = useRef<HTMLDialogElement>(null);
   const onCloseRef = useRef(onClose);
   onCloseRef.current = onClose;
+  /**
+   * False once unmounted: closing the element on unmount queues a `close` event, which may arrive after the
+   * parent opened a new dialog; it must not close that one.
+   */
+  const mounted = useRef(true);
+  const close = () => {
+    if (mounted.current) onCloseRef.current();
+  };
   useEffect(() => {
     const element = dialog.current;
     if (!element) return;
@@ -31,6 +39,7 @@ export function Modal({ labelledBy, onClose, class: className, children }: Modal
     // The first field (or button) gets focus, as showModal() would, but also when the dialog holds a heading first.
     element.querySelector<HTMLElement>('[autofocus], input, button')?.focus();
     return () => {
+      mounted.current = false;
       if (element.open) element.close();
       before?.focus();
     };
@@ -58,13 +67,13 @@ export function Modal({ labelledBy, onClose, class: className, children }: Modal
       onCancel={(event) => {
         // Esc: the parent unmounts the dialog, which closes it.
         event.preventDefault();
-        onCloseRef.current();
+        close();
       }}
       // Chromium may close without a cancelable `cancel` (a second Esc with no click between): follow it.
-      onClose={() => onCloseRef.current()}
+      onClose={close}
       onClick={(event) => {
         // A click on the backdrop (the dialog element itself, outside its content) closes it.
-        if (event.target === dialog.current) onCloseRef.current();
+        if (event.target === dialog.current) close();
       }}
     >
       <div class="modal-body">{children}</div>
