@@ -113,7 +113,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const identity = createIdentityPolicy({ auth, isPaired: (p, u) => pairing.isPaired(p, u), audit });
 
   // The live feed, the model provider (its health probed at most once a minute, ADR 0024) and the agent's tools.
-  const bus = new EventBus(10_000, cluster.shared ? (event) => cluster.publishFeed(event) : null);
+  const bus = new EventBus(10_000, cluster.shared ? cluster : null);
   logs.connectBus(bus);
   settings.onChange((_next, changed) => bus.publish('config', 'updated', { changed }));
   const provider = options.provider ?? createProvider(config.provider);

@@ -119,6 +119,12 @@ const envelope = (body: Record<string, unknown>) => JSON.stringify({ v: 1, from:
 /** Polls `check` until it passes (bounded). */
 const eventually = (check: () => void, timeout = 5_000) => vi.waitFor(check, { timeout, interval: 10 });
 
+/** Waits until every bus has heard the others' heartbeats: none sends turn events or feed events before (ADR 0046). */
+const meet = (...nodes: Node[]) =>
+  eventually(() => {
+    for (const one of nodes) expect(one.bus.peerList()).toHaveLength(nodes.length - 1);
+  });
+
 for (const server of testBusServers()) {
   const title = `cross-process bus over ${server.driver}`;
   describe.skipIf(server.skip)(server.skip ? `${title} (skipped: ${server.skipReason})` : title, () => {
@@ -126,6 +132,7 @@ for (const server of testBusServers()) {
       const ns = testNamespace();
       const a = await node(server, ns);
       const b = await node(server, ns);
+      await meet(a, b);
       a.bus.publishFeed({ topic: 'sessions', event: 'updated', data: { id: 's1' } });
       a.bus.publishTurn({ eventId: 'evt_1', seq: 1, type: 'delta', data: { content: 'hé' } });
       a.bus.publishWake('evt_2');
@@ -168,6 +175,7 @@ for (const server of testBusServers()) {
       const ns = testNamespace();
       const a = await node(server, ns, { maxMessageBytes: 2_048 });
       const b = await node(server, ns, { maxMessageBytes: 2_048 });
+      await meet(a, b);
       const big = 'x'.repeat(3_000);
       a.bus.publishFeed({ topic: 'memory', event: 'created', data: { content: big } });
       expect(a.dropped.too_large).toBe(1);
@@ -218,6 +226,7 @@ for (const server of testBusServers()) {
       opened.push(proxy);
       const a = await node(server, ns);
       const b = await node(server, ns, { url: urlOf(server, proxy) });
+      await meet(a, b);
       a.bus.publishFeed({ topic: 'cron', event: 'run', data: { n: 1 } });
       await eventually(() => expect(b.feed).toHaveLength(1));
 
@@ -246,6 +255,7 @@ for (const server of testBusServers()) {
         const ns = testNamespace();
         const a = await node(server, ns);
         const b = await node(server, ns);
+        await meet(a, b);
         const admin = new Redis(server.url, { lazyConnect: true });
         opened.push({ close: () => admin.quit().then(() => undefined) });
         await admin.connect();
@@ -271,7 +281,7 @@ for (const server of testBusServers()) {
       await b.bus.close();
       expect(timers.size).toBe(0);
       await eventually(() => expect(proxy.connections()).toBe(0));
-      b.bus.publishFeed({ topic: 'skills', event: 'created', data: {} });
+      expect(b.bus.publishInterrupt('evt_1', 'cancelled')).toBe(false);
       expect(b.dropped.not_connected).toBe(1);
       expect(b.bus.connected()).toBe(false);
       expect(b.bus.health()).toEqual({ status: 'failing', message: `${server.driver}: closed` });

@@ -3,8 +3,8 @@ import { ManualTimers } from '../../test/helpers/manual-timers.js';
 import { ManualClock } from '../lib/clock.js';
 import { BusUnavailableError, busUrlForDisplay, type BusAdapter } from './bus-adapter.js';
 import { openClusterBus } from './bus.js';
-import { busSubjects, ClusterBus } from './cluster-bus.js';
-import { EventBus, TOPICS, turnsTopicEvent, type BusEvent } from './event-bus.js';
+import { busSubjects, ClusterBus, peekFirstString } from './cluster-bus.js';
+import { EventBus, TOPICS, turnsTopicEvent, type BusEvent, type FeedForward, type Topic } from './event-bus.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 const busConfig = (overrides: Partial<Parameters<typeof openClusterBus>[0]['config']> = {}) => ({
@@ -77,6 +77,7 @@ describe('ClusterBus over a recording adapter', () => {
     const timers = new ManualTimers();
     const lags: number[] = [];
     const reconnects: number[] = [];
+    const received: number[] = [];
     const bus = new ClusterBus({
       adapter: fake.adapter,
       instanceId: 'gw_me',
@@ -86,7 +87,11 @@ describe('ClusterBus over a recording adapter', () => {
       clock,
       logger: quiet,
       timers,
-      observer: { lag: (s) => void lags.push(s), reconnected: () => void reconnects.push(1) },
+      observer: {
+        lag: (s) => void lags.push(s),
+        reconnected: () => void reconnects.push(1),
+        received: () => void received.push(1),
+      },
     });
     const heard: unknown[] = [];
     bus.receive({
@@ -97,16 +102,20 @@ describe('ClusterBus over a recording adapter', () => {
       interrupt: (id, reason) => void heard.push(['interrupt', id, reason]),
     });
     await bus.start();
-    return { bus, fake, timers, clock, lags, reconnects, heard };
+    /** Another process's heartbeat (`topics`: the live-feed topics it listens to; absent: not told). */
+    const peer = (from: string, topics?: Topic[]) =>
+      fake.arrive('ns.heartbeat', { v: 1, from, at: clock.now(), version: '1.0.0', ...(topics ? { topics } : {}) });
+    return { bus, fake, timers, clock, lags, reconnects, heard, received, peer };
   };
 
   it('stamps every message with its instance and clock, and beats at once and every 5 s', async () => {
-    const { bus, fake, timers, clock } = await start();
+    const { bus, fake, timers, clock, peer } = await start();
     expect(fake.sent.map((m) => m.subject)).toEqual(['ns.heartbeat']);
     expect(JSON.parse(fake.sent[0]!.payload)).toEqual({ v: 1, from: 'gw_me', at: 1_000_000, version: '1.0.0' });
+    peer('gw_b'); // answered at once: a second heartbeat
     clock.advance(250);
     bus.publishTurn({ eventId: 'evt_1', seq: 3, type: 'delta', data: { content: 'a' } });
-    expect(JSON.parse(fake.sent[1]!.payload)).toEqual({
+    expect(JSON.parse(fake.sent[2]!.payload)).toEqual({
       v: 1,
       from: 'gw_me',
       at: 1_000_250,
@@ -116,7 +125,7 @@ describe('ClusterBus over a recording adapter', () => {
       data: { content: 'a' },
     });
     timers.advance(5_000);
-    expect(fake.sent.map((m) => m.subject)).toEqual(['ns.heartbeat', 'ns.turn', 'ns.heartbeat']);
+    expect(fake.sent.map((m) => m.subject)).toEqual(['ns.heartbeat', 'ns.heartbeat', 'ns.turn', 'ns.heartbeat']);
     await bus.close();
     expect(JSON.parse(fake.sent.at(-1)!.payload)).toMatchObject({ from: 'gw_me', leaving: true });
     expect(timers.size).toBe(0);
@@ -139,10 +148,11 @@ describe('ClusterBus over a recording adapter', () => {
   });
 
   it('sends and takes session wake-ups and interrupt requests, checking their shape', async () => {
-    const { bus, fake, clock, heard } = await start();
+    const { bus, fake, clock, heard, peer } = await start();
+    peer('gw_b');
     bus.publishSessionFree('cli:u:c1');
     expect(bus.publishInterrupt('evt_9', 'task_cancelled')).toBe(true);
-    expect(fake.sent.slice(1).map((m) => [m.subject, JSON.parse(m.payload)])).toEqual([
+    expect(fake.sent.slice(2).map((m) => [m.subject, JSON.parse(m.payload)])).toEqual([
       ['ns.session', { v: 1, from: 'gw_me', at: clock.now(), session_key: 'cli:u:c1' }],
       ['ns.interrupt', { v: 1, from: 'gw_me', at: clock.now(), event_id: 'evt_9', reason: 'task_cancelled' }],
     ]);
@@ -186,6 +196,95 @@ describe('ClusterBus over a recording adapter', () => {
     expect(bus.peerList()).toEqual([{ instance_id: 'gw_new', version: '2.0.0', last_seen_seconds: 0 }]);
     fake.arrive('ns.heartbeat', { v: 1, from: 'gw_new', at: 0, version: '2.0.0', leaving: true });
     expect(bus.peerList()).toEqual([]);
+  });
+
+  it('sends turn events and freed sessions only while another process is heard; interrupts always', async () => {
+    const { bus, fake, clock, peer } = await start();
+    const subjects = () => fake.sent.slice(1).map((m) => m.subject);
+    bus.publishTurn({ eventId: 'evt_1', seq: 1, type: 'status', data: { status: 'running' } });
+    bus.publishSessionFree('cli:u:c1');
+    bus.publishWake('evt_1');
+    expect(bus.publishInterrupt('evt_1', 'cancelled')).toBe(true);
+    expect(subjects()).toEqual(['ns.wake', 'ns.interrupt']);
+    peer('gw_b');
+    bus.publishTurn({ eventId: 'evt_1', seq: 2, type: 'done', data: {} });
+    bus.publishSessionFree('cli:u:c1');
+    expect(subjects().slice(2)).toEqual(['ns.heartbeat', 'ns.turn', 'ns.session']);
+    // Gone quiet for three beats: forgotten at this process's next beat, and nothing is sent for it.
+    clock.advance(15_001);
+    bus.beat();
+    bus.publishTurn({ eventId: 'evt_2', seq: 1, type: 'done', data: {} });
+    expect(subjects().slice(5)).toEqual(['ns.heartbeat']);
+    peer('gw_c');
+    fake.arrive('ns.heartbeat', { v: 1, from: 'gw_c', at: clock.now(), version: '1', leaving: true });
+    bus.publishTurn({ eventId: 'evt_2', seq: 2, type: 'done', data: {} });
+    expect(subjects().slice(6)).toEqual(['ns.heartbeat']);
+  });
+
+  it('sends a live-feed event only where a peer listens to its topic, and tells its own topics at once', async () => {
+    const { bus, fake, peer } = await start();
+    const feeds = () => fake.sent.filter((m) => m.subject.startsWith('ns.feed.')).map((m) => m.subject);
+    const heartbeats = () => fake.sent.filter((m) => m.subject === 'ns.heartbeat').map((m) => JSON.parse(m.payload));
+    const local = new EventBus(10, bus);
+    await Promise.resolve();
+    // Watching the feed tells the peers at once what it listens to: nothing yet.
+    expect(heartbeats().at(-1)).toMatchObject({ topics: [] });
+    expect(local.hasListeners('sessions')).toBe(false);
+    local.publish('sessions', 'updated', { id: 's' });
+    peer('gw_b', ['logs']);
+    local.publish('sessions', 'updated', { id: 's' });
+    local.publish('logs', 'log', { message: 'm' });
+    expect(feeds()).toEqual(['ns.feed.logs']);
+    expect([local.hasListeners('logs'), local.hasListeners('sessions')]).toEqual([true, false]);
+    // A peer that does not say what it listens to (an earlier version) gets every topic.
+    peer('gw_old');
+    local.publish('sessions', 'updated', { id: 's' });
+    expect(feeds()).toEqual(['ns.feed.logs', 'ns.feed.sessions']);
+    // A topic's first listener here: one heartbeat for the burst, naming the topics.
+    const before = heartbeats().length;
+    const off = local.subscribe(['turns', 'cron'], () => undefined);
+    local.subscribe(['turns'], () => undefined);
+    local.subscribe(['memory'], () => undefined);
+    expect(heartbeats()).toHaveLength(before);
+    await Promise.resolve();
+    expect(heartbeats()).toHaveLength(before + 1);
+    expect(heartbeats().at(-1)).toMatchObject({ topics: ['turns', 'cron', 'memory'] });
+    off();
+    local.subscribe(['turns'], () => undefined); // not a first listener: no heartbeat
+    await Promise.resolve();
+    expect(heartbeats()).toHaveLength(before + 1);
+  });
+
+  it('drops unparsed what nothing here takes: a topic, a turn or a session nobody here follows', async () => {
+    const { bus, fake, clock, heard, received } = await start();
+    const local = new EventBus(10, bus);
+    const followed = new Set(['evt_f']);
+    const waiting = new Set(['s_w']);
+    bus.receive({
+      feed: (event) => void heard.push(['feed', event]),
+      turn: (event) => void heard.push(['turn', event.eventId]),
+      wake: (id) => void heard.push(['wake', id]),
+      session: (key) => void heard.push(['session', key]),
+      turnWanted: (id) => followed.has(id),
+      sessionWanted: (key) => waiting.has(key),
+    });
+    local.subscribe(['logs'], (event) => void heard.push(['local', event.event]));
+    const at = clock.now();
+    const raw = (subject: string, payload: string) =>
+      fake.arrive(subject, JSON.parse(payload) as Record<string, unknown>);
+    raw('ns.feed.sessions', `{"v":1,"from":"gw_b","at":${at},"event":"updated","data":{}}`);
+    raw('ns.feed.logs', `{"v":1,"from":"gw_b","at":${at},"event":"log","data":{}}`);
+    for (const id of ['evt_x', 'evt_f']) {
+      fake.arrive('ns.turn', { v: 1, from: 'gw_b', at, event_id: id, seq: 1, type: 'done', data: {} });
+    }
+    for (const key of ['s_x', 's_w']) fake.arrive('ns.session', { v: 1, from: 'gw_b', at, session_key: key });
+    expect(heard).toEqual([
+      ['feed', { topic: 'logs', event: 'log', data: {} }],
+      ['turn', 'evt_f'],
+      ['session', 's_w'],
+    ]);
+    // Every one of them arrived (and is counted so).
+    expect(received).toHaveLength(6);
   });
 
   it('remembers at most the peers it can hold and only those it heard within three beats', async () => {
@@ -250,10 +349,22 @@ describe('busUrlForDisplay', () => {
   });
 });
 
+/** A cross-process side of the feed where another process listens to `elsewhere`. */
+function forwarder(elsewhere: Topic[] = [...TOPICS]) {
+  const forwarded: BusEvent[] = [];
+  const forward: FeedForward = {
+    publishFeed: (event) => void forwarded.push(event),
+    listensElsewhere: (topic) => elsewhere.includes(topic),
+    watchLocalFeed: () => undefined,
+    localTopicsGained: () => undefined,
+  };
+  return { forward, forwarded };
+}
+
 describe('EventBus with a forwarder (a shared bus)', () => {
   it('delivers here directly, forwards what is published, and does not forward what is delivered', () => {
-    const forwarded: BusEvent[] = [];
-    const bus = new EventBus(10, (event) => forwarded.push(event));
+    const { forward, forwarded } = forwarder();
+    const bus = new EventBus(10, forward);
     const heard: BusEvent[] = [];
     bus.subscribe(['sessions', 'turns'], (event) => {
       heard.push(event);
@@ -267,9 +378,29 @@ describe('EventBus with a forwarder (a shared bus)', () => {
     expect(forwarded).toEqual([{ topic: 'sessions', event: 'updated', data: { id: 's' } }]);
   });
 
-  it('counts as listened to when another process may listen, unlike the local bus', () => {
-    expect(new EventBus(10, () => undefined).hasListeners('logs')).toBe(true);
-    expect(new EventBus(10, () => undefined).hasLocalListeners('logs')).toBe(false);
+  it('counts as listened to when another process listens to the topic, unlike the local bus', () => {
+    const bus = new EventBus(10, forwarder(['logs']).forward);
+    expect(bus.hasListeners('logs')).toBe(true);
+    expect(bus.hasListeners('cron')).toBe(false);
+    expect(bus.hasLocalListeners('logs')).toBe(false);
     expect(new EventBus().hasListeners('logs')).toBe(false);
+  });
+});
+
+describe('peekFirstString', () => {
+  const envelope = (body: Record<string, unknown>) =>
+    JSON.stringify({ v: 1, from: 'gw_b', at: 1_700_000_000_123, ...body });
+  it('reads the first key of a body as sent, and nothing it cannot be sure of', () => {
+    expect(peekFirstString(envelope({ event_id: 'evt_1', seq: 1 }), 'event_id')).toBe('evt_1');
+    expect(peekFirstString(envelope({ session_key: 'cli:u:c' }), 'session_key')).toBe('cli:u:c');
+    // Not the first key, another key, a value with an escape, another layout: undefined (parse it whole).
+    expect(peekFirstString(envelope({ seq: 1, event_id: 'evt_1' }), 'event_id')).toBeUndefined();
+    expect(peekFirstString(envelope({ event_id: 'evt_1' }), 'session_key')).toBeUndefined();
+    expect(peekFirstString(envelope({ session_key: 'a"b' }), 'session_key')).toBeUndefined();
+    expect(peekFirstString(envelope({ session_key: 'a\\b' }), 'session_key')).toBeUndefined();
+    expect(peekFirstString(JSON.stringify({ from: 'gw_b', v: 1, at: 1, event_id: 'e' }), 'event_id')).toBeUndefined();
+    // A `from` with an escaped quote, followed by what looks like the rest of an envelope.
+    expect(peekFirstString(String.raw`{"v":1,"from":"gw_\","at":1,"event_id":"e"}`, 'event_id')).toBeUndefined();
+    expect(peekFirstString('{"v":1,"from":"gw_b","at":1,"event_id":"unterminated', 'event_id')).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import type { Clock } from '../lib/clock.js';
 import { parseJsonBounded } from '../lib/json.js';
 import type { BusAdapter, BusDriver } from './bus-adapter.js';
-import { TOPICS, type BusEvent, type Topic } from './event-bus.js';
+import { TOPICS, type BusEvent, type FeedForward, type LocalFeed, type Topic } from './event-bus.js';
 
 /** Version of the envelope every message carries (`v`); a message of another version is dropped. */
 const ENVELOPE_VERSION = 1;
@@ -62,6 +62,13 @@ export interface BusReceivers {
   session?(sessionKey: string): void;
   /** Another process asks to interrupt a turn: the process running it ends it (ADR 0029). */
   interrupt?(eventId: string, reason: string): void;
+  /**
+   * Whether anything here takes another process's events of this turn (a waiter, a follower, the `turns`
+   * topic). A message about a turn nobody here follows is dropped unparsed (ADR 0046).
+   */
+  turnWanted?(eventId: string): boolean;
+  /** Whether a lane here waits on this session; a freed session nobody waits on is dropped unparsed. */
+  sessionWanted?(sessionKey: string): boolean;
 }
 
 /** Why a message was not sent or not taken. */
@@ -132,6 +139,37 @@ export interface ClusterBusOptions {
 
 type Envelope = { v: number; from: string; at: number } & Record<string, unknown>;
 
+/** How every message `send` writes begins: the envelope's version, then its sender. */
+const ENVELOPE_START = `{"v":${ENVELOPE_VERSION},"from":"`;
+
+/**
+ * The first key of a message's body when it is `key` with a plain string value (`send` writes the envelope's
+ * `v`, `from` and `at`, then the body's keys in order), read without parsing the message; undefined when the
+ * message is laid out otherwise or the value has an escape (then it is parsed as a whole).
+ */
+export function peekFirstString(payload: string, key: string): string | undefined {
+  if (!payload.startsWith(ENVELOPE_START)) return undefined;
+  const fromEnd = payload.indexOf('"', ENVELOPE_START.length);
+  if (fromEnd < 0 || !payload.startsWith(',"at":', fromEnd + 1)) return undefined;
+  if (payload.lastIndexOf('\\', fromEnd) >= ENVELOPE_START.length) return undefined; // an escape in `from`
+  let i = fromEnd + 7;
+  for (let c = payload.charCodeAt(i); (c >= 48 && c <= 57) || c === 46 || c === 45; c = payload.charCodeAt(++i));
+  const marker = `,"${key}":"`;
+  if (!payload.startsWith(marker, i)) return undefined;
+  const start = i + marker.length;
+  const end = payload.indexOf('"', start);
+  if (end < 0) return undefined;
+  const value = payload.slice(start, end);
+  return value.includes('\\') ? undefined : value;
+}
+
+/** A process heard from: its version, when, and the live-feed topics it listens to (null: not told, so all). */
+interface Peer {
+  version: string;
+  seenAt: number;
+  topics: ReadonlySet<string> | null;
+}
+
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -143,15 +181,24 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
  * At most once: nothing is queued while the connection is down, nothing is
  * replayed; the store is the truth, and whoever needs certainty reads it.
  * With the local adapter nothing is encoded or sent at all.
+ *
+ * Nothing is sent that no other process takes (ADR 0046): turn events and
+ * freed sessions only while a peer has been heard, a live-feed event only to
+ * a topic a peer listens to (heartbeats name them); and what arrives for a
+ * turn, session or topic nobody here follows is dropped before it is parsed.
  */
-export class ClusterBus {
+export class ClusterBus implements FeedForward {
   readonly instanceId: string;
   readonly driver: BusDriver;
   /** True when other processes can be reached (redis, nats). */
   readonly shared: boolean;
   private readonly subjects: ReturnType<typeof busSubjects>;
   private readonly topicBySubject: Map<string, Topic>;
-  private readonly peers = new Map<string, { version: string; seenAt: number }>();
+  private readonly peers = new Map<string, Peer>();
+  /** This process's live feed: the topics listened to here (told in heartbeats); unset: every topic. */
+  private localFeed: LocalFeed | null = null;
+  /** A heartbeat is queued to tell the peers of a topic newly listened to here. */
+  private beatQueued = false;
   private receivers: BusReceivers | null = null;
   private stopBeat: (() => void) | null = null;
   private lost: { reason: string } | null = null;
@@ -192,10 +239,33 @@ export class ClusterBus {
     if (this.shared) this.beat();
   }
 
-  /** Sends a live-feed event of this process to the others. */
+  /** Sends a live-feed event of this process to the others, when one of them listens to its topic. */
   publishFeed(event: BusEvent): void {
-    if (!this.shared) return;
+    if (!this.listensElsewhere(event.topic)) return;
     this.send(this.subjects.feed(event.topic), { event: event.event, data: event.data });
+  }
+
+  /** True when a peer listens to `topic` (or did not say which topics it listens to). */
+  listensElsewhere(topic: Topic): boolean {
+    if (!this.shared) return false;
+    for (const peer of this.peers.values()) if (!peer.topics || peer.topics.has(topic)) return true;
+    return false;
+  }
+
+  /** This process's live feed, whose listened-to topics every heartbeat tells from now on. */
+  watchLocalFeed(feed: LocalFeed): void {
+    this.localFeed = feed;
+    this.localTopicsGained();
+  }
+
+  /** A topic got its first listener here: the peers hear of it at once (one heartbeat for a burst). */
+  localTopicsGained(): void {
+    if (this.beatQueued || this.state !== 'open' || !this.shared) return;
+    this.beatQueued = true;
+    queueMicrotask(() => {
+      this.beatQueued = false;
+      this.beat();
+    });
   }
 
   /**
@@ -203,7 +273,7 @@ export class ClusterBus {
    * large for the bus becomes a wake-up: the others read it from the store.
    */
   publishTurn(event: BusTurnEvent): void {
-    if (!this.shared) return;
+    if (!this.shared || this.peers.size === 0) return;
     const body = { event_id: event.eventId, seq: event.seq, type: event.type, data: event.data };
     if (this.send(this.subjects.turn, body) === 'too_large') this.publishWake(event.eventId);
   }
@@ -216,7 +286,7 @@ export class ClusterBus {
 
   /** Tells the others that a turn of `sessionKey` ended or paused here: their lanes of it may go on. */
   publishSessionFree(sessionKey: string): void {
-    if (!this.shared) return;
+    if (!this.shared || this.peers.size === 0) return;
     this.send(this.subjects.session, { session_key: sessionKey });
   }
 
@@ -266,7 +336,8 @@ export class ClusterBus {
     this.stopBeat?.();
     this.stopBeat = null;
     if (this.state !== 'open' || !this.shared) return;
-    this.send(this.subjects.heartbeat, { version: this.options.version });
+    const topics = this.localFeed?.localTopics();
+    this.send(this.subjects.heartbeat, { version: this.options.version, ...(topics ? { topics } : {}) });
     this.expirePeers(this.options.clock.now());
     this.stopBeat = (this.options.timers ?? busTimers).after(this.heartbeatMs, () => this.beat());
   }
@@ -322,6 +393,10 @@ export class ClusterBus {
       observer?.dropped?.('too_large');
       return;
     }
+    if (this.unwanted(subject, payload)) {
+      observer?.received?.();
+      return;
+    }
     const parsed = parseJsonBounded(payload);
     const envelope = parsed.ok ? parsed.value : null;
     if (
@@ -341,6 +416,23 @@ export class ClusterBus {
     if (!this.dispatch(subject, message, now)) observer?.dropped?.('invalid');
   }
 
+  /** True for a message nothing here takes, told by its subject and its first key, without parsing it. */
+  private unwanted(subject: string, payload: string): boolean {
+    const receivers = this.receivers;
+    if (!receivers) return false;
+    const topic = this.topicBySubject.get(subject);
+    if (topic) return this.localFeed !== null && !this.localFeed.hasLocalListeners(topic);
+    if (subject === this.subjects.turn && receivers.turnWanted) {
+      const eventId = peekFirstString(payload, 'event_id');
+      return eventId !== undefined && !receivers.turnWanted(eventId);
+    }
+    if (subject === this.subjects.session && receivers.sessionWanted) {
+      const sessionKey = peekFirstString(payload, 'session_key');
+      return sessionKey !== undefined && !receivers.sessionWanted(sessionKey);
+    }
+    return false;
+  }
+
   private dispatch(subject: string, message: Envelope, now: number): boolean {
     const known = this.peers.get(message.from);
     if (known) known.seenAt = now;
@@ -349,8 +441,11 @@ export class ClusterBus {
         this.peers.delete(message.from);
       } else {
         const version = typeof message.version === 'string' ? message.version : 'unknown';
+        const topics = Array.isArray(message.topics)
+          ? new Set(message.topics.filter((t): t is string => typeof t === 'string').slice(0, TOPICS.length))
+          : null;
         // A newcomer hears from this process at once instead of at its next beat.
-        if (this.rememberPeer(message.from, version, now) && !known) this.beat();
+        if (this.rememberPeer(message.from, { version, seenAt: now, topics }) && !known) this.beat();
       }
       return true;
     }
@@ -387,10 +482,10 @@ export class ClusterBus {
   }
 
   /** Remembers a peer; false when the map is full of live ones. */
-  private rememberPeer(instanceId: string, version: string, now: number): boolean {
-    if (!this.peers.has(instanceId) && this.peers.size >= MAX_PEERS) this.expirePeers(now);
+  private rememberPeer(instanceId: string, peer: Peer): boolean {
+    if (!this.peers.has(instanceId) && this.peers.size >= MAX_PEERS) this.expirePeers(peer.seenAt);
     if (!this.peers.has(instanceId) && this.peers.size >= MAX_PEERS) return false;
-    this.peers.set(instanceId, { version, seenAt: now });
+    this.peers.set(instanceId, peer);
     return true;
   }
 

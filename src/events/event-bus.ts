@@ -27,6 +27,25 @@ export interface BusEvent {
 
 export type BusListener = (event: BusEvent) => void;
 
+/** This process's live feed as the cross-process bus sees it. */
+export interface LocalFeed {
+  /** The topics with a listener here. */
+  localTopics(): Topic[];
+  hasLocalListeners(topic: Topic): boolean;
+}
+
+/** The cross-process side of the live feed (the `ClusterBus`, ADR 0025 and 0046). Nothing of it throws. */
+export interface FeedForward {
+  /** Sends an event of this process to the other processes that listen to its topic. */
+  publishFeed(event: BusEvent): void;
+  /** True when another process listens to `topic`, as far as this one has heard. */
+  listensElsewhere(topic: Topic): boolean;
+  /** Told once: the feed whose topics the other processes hear of. */
+  watchLocalFeed(feed: LocalFeed): void;
+  /** A topic got its first listener here. */
+  localTopicsGained(): void;
+}
+
 /** The `turns` topic's event for one turn event (`{event_id, seq, …data}`), of this process or another. */
 export function turnsTopicEvent(event: {
   eventId: string;
@@ -41,22 +60,25 @@ export function turnsTopicEvent(event: {
  * Publish/subscribe for the dashboard's live feed. Publishing never throws
  * and never waits: a listener that fails is skipped. Delivery in this process
  * is direct and synchronous; with a shared bus (ADR 0025) each event is also
- * handed to `forward`, and other processes' events arrive through `deliver`.
+ * handed to `forward` (which sends it where another process listens to its
+ * topic, ADR 0046), and other processes' events arrive through `deliver`.
  * Bounded by its listeners (each WebSocket subscription is one, capped by
  * `maxListeners`).
  */
-export class EventBus {
+export class EventBus implements LocalFeed {
   private readonly listeners = new Map<Topic, Set<BusListener>>();
   private count = 0;
 
   /**
-   * @param forward sends this process's events to the other processes (the
-   *   cross-process bus's `publishFeed`); absent for the local bus. It must not throw.
+   * @param forward sends this process's events to the other processes that listen (the cross-process bus);
+   *   absent for the local bus.
    */
   constructor(
     private readonly maxListeners = 10_000,
-    private readonly forward: ((event: BusEvent) => void) | null = null,
-  ) {}
+    private readonly forward: FeedForward | null = null,
+  ) {
+    forward?.watchLocalFeed(this);
+  }
 
   /** Delivers an event to every listener of its topic here, and forwards it to the other processes. */
   publish(topic: Topic, event: string, data: Record<string, unknown>): void {
@@ -64,7 +86,7 @@ export class EventBus {
     this.deliver(message);
     if (this.forward) {
       try {
-        this.forward(message);
+        this.forward.publishFeed(message);
       } catch {
         /* the bus counts its own failures; the publisher is never affected */
       }
@@ -88,16 +110,19 @@ export class EventBus {
   subscribe(topics: readonly Topic[], listener: BusListener): () => void {
     if (this.count >= this.maxListeners) throw new Error('too many live-feed subscriptions');
     const added: Topic[] = [];
+    let gained = false;
     for (const topic of new Set(topics)) {
       let set = this.listeners.get(topic);
       if (!set) {
         set = new Set();
         this.listeners.set(topic, set);
       }
+      gained ||= set.size === 0;
       set.add(listener);
       added.push(topic);
     }
     this.count++;
+    if (gained) this.forward?.localTopicsGained();
     let active = true;
     return () => {
       if (!active) return;
@@ -108,11 +133,11 @@ export class EventBus {
   }
 
   /**
-   * True when anyone may listen to `topic` (lets publishers skip building
-   * payloads): a listener here, or — with a shared bus — another process.
+   * True when anyone listens to `topic` (lets publishers skip building
+   * payloads): a listener here, or another process that told it listens.
    */
   hasListeners(topic: Topic): boolean {
-    return this.forward !== null || this.hasLocalListeners(topic);
+    return this.hasLocalListeners(topic) || (this.forward?.listensElsewhere(topic) ?? false);
   }
 
   /** `topic`'s side of the bus for one resource's writes (http's `publishWrites`). */
@@ -126,5 +151,10 @@ export class EventBus {
   /** True when a listener of `topic` is in this process. */
   hasLocalListeners(topic: Topic): boolean {
     return (this.listeners.get(topic)?.size ?? 0) > 0;
+  }
+
+  /** The topics with a listener in this process. */
+  localTopics(): Topic[] {
+    return TOPICS.filter((topic) => this.hasLocalListeners(topic));
   }
 }

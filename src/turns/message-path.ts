@@ -114,6 +114,10 @@ export interface MessagePath {
   wake(eventId: string): void;
   /** Another process ended or paused a turn of `sessionKey`: a lane of it waiting here tries again (ADR 0029). */
   sessionFree(sessionKey: string): void;
+  /** True when a waiter or follower here takes the turn's events (another process's, ADR 0046). */
+  follows(eventId: string): boolean;
+  /** True when a lane here waits on a turn of the session (so another process's `sessionFree` matters). */
+  waitsOn(sessionKey: string): boolean;
   /** The ledger API (GET /turns…, approve/deny, the event stream). */
   routes(): RouteDef[];
   /** Applies live configuration: turns that start from now on use it. */
@@ -437,6 +441,8 @@ export function createMessagePath(options: MessagePathOptions): MessagePath {
       hub.deliverRemote(event as TurnEvent);
       return true;
     },
+    follows: (eventId) => hub.hasListeners(eventId),
+    waitsOn: (sessionKey) => elsewhere.has(sessionKey) || queue.isBlocked(sessionKey),
     sessionFree: (sessionKey) => {
       // Also a lane that waited on a turn awaiting approval, resolved and ended over there.
       elsewhere.delete(sessionKey);

@@ -217,6 +217,11 @@ export class TurnEventHub {
     }
   }
 
+  /** True when the turn has a live listener here. */
+  hasListeners(eventId: string): boolean {
+    return (this.listeners.get(eventId)?.size ?? 0) > 0;
+  }
+
   /** Listens to one turn's live events; returns the unsubscribe function. */
   subscribe(eventId: string, listener: TurnEventListener): () => void {
     let set = this.listeners.get(eventId);

@@ -200,6 +200,11 @@ export class TurnQueue {
     return true;
   }
 
+  /** True when the session's lane waits to be let try its head job again (`recheck`). */
+  isBlocked(sessionKey: string): boolean {
+    return this.lanes.get(sessionKey)?.blocked === true;
+  }
+
   /**
    * Lets a blocked session try its head job again (its runner checks once
    * more whether a turn still awaits approval): for when the turn it waited

@@ -23,6 +23,8 @@ export function connectTurns(messages: MessagePath, bus: EventBus, cluster: Clus
     wake: (eventId) => messages.wake(eventId),
     session: (sessionKey) => messages.sessionFree(sessionKey),
     interrupt: (eventId, reason) => void messages.interruptHere(eventId, reason),
+    turnWanted: (eventId) => messages.follows(eventId) || bus.hasLocalListeners('turns'),
+    sessionWanted: (sessionKey) => messages.waitsOn(sessionKey),
   });
 }
 
