@@ -99,6 +99,8 @@ interface RateResult {
   mainMsPerTurn: number;
   /** CPU per turn of the database and bus servers of the machine (PostgreSQL, Redis, NATS), ms. */
   serversMsPerTurn: number;
+  /** The same by server (`postgres`, `redis-server`, `nats-server`), ms. */
+  serverMsPerTurn: Record<string, number>;
   /** The first gateway's CPU per turn by thread, in creation order, ms. */
   threads: string;
   /** The rest of the machine's busy CPU (not the gateways, the servers, the model or the bench), % of one core. */
@@ -123,10 +125,11 @@ function envCount(name: string, fallback: number): number {
   return value;
 }
 
-/** `BENCH_ORDINARY_RATES=30,60`: positive rates (turns/s). */
+/** `BENCH_ORDINARY_RATES=30,60`: positive rates (turns/s); `none`: no rate. */
 function rateList(name: string, fallback: number[]): number[] {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === '') return fallback;
+  if (raw.trim() === 'none') return [];
   const rates = raw.split(',').map((part) => Number(part.trim()));
   if (rates.length === 0 || rates.some((rate) => !Number.isFinite(rate) || rate <= 0)) {
     throw new Error(`${name} must list positive turns/s, comma-separated, not ${JSON.stringify(raw)}`);
@@ -281,13 +284,14 @@ async function scrapeAll(gateways: Gateway[], token: string): Promise<Counts> {
 /** The servers a turn also costs CPU in (its database, its bus), by process name. */
 const SERVER_NAMES = new Set(['postgres', 'redis-server', 'nats-server']);
 
-/** The processes of the servers (`SERVER_NAMES`) running now. */
-function serverPids(): number[] {
-  const pids: number[] = [];
+/** The processes of the servers (`SERVER_NAMES`) running now: pid → name. */
+function serverPids(): Map<number, string> {
+  const pids = new Map<number, string>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (SERVER_NAMES.has(readFileSync(`/proc/${entry}/comm`, 'utf8').trim())) pids.push(Number(entry));
+      const name = readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (SERVER_NAMES.has(name)) pids.set(Number(entry), name);
     } catch {
       // gone meanwhile
     }
@@ -323,27 +327,37 @@ interface CpuReading {
   machine: number;
 }
 
-function cpuNow(gateways: Gateway[], model: Child, servers: number[]): CpuReading {
+function cpuNow(gateways: Gateway[], model: Child, servers: Map<number, string>): CpuReading {
   const self = process.cpuUsage();
   return {
     all: gateways.reduce((sum, g) => sum + cpuMs(g.child.pid), 0),
     main: gateways.reduce((sum, g) => sum + threadCpuMs(g.child.pid, g.child.pid), 0),
     threads: threadsMs(gateways[0]!.child.pid),
-    servers: new Map(servers.map((pid) => [pid, cpuMs(pid)])),
+    servers: new Map([...servers.keys()].map((pid) => [pid, cpuMs(pid)])),
     model: cpuMs(model.pid),
     self: (self.user + self.system) / 1000,
     machine: machineBusyMs(),
   };
 }
 
-/** CPU the server processes used between two readings, ms; a process that ended in between (a PostgreSQL backend of another client) is left out. */
-function serversDelta(before: Map<number, number>, after: Map<number, number>): number {
-  let sum = 0;
+/**
+ * CPU the server processes used between two readings, ms, by server name; a process that ended in between (a
+ * PostgreSQL backend of another client) is left out.
+ */
+function serversDelta(
+  before: Map<number, number>,
+  after: Map<number, number>,
+  names: Map<number, string>,
+): Map<string, number> {
+  const byName = new Map<string, number>();
   for (const [pid, ms] of after) {
     const was = before.get(pid);
-    if (was !== undefined && Number.isFinite(was) && Number.isFinite(ms)) sum += ms - was;
+    const name = names.get(pid) ?? 'other';
+    if (was !== undefined && Number.isFinite(was) && Number.isFinite(ms)) {
+      byName.set(name, (byName.get(name) ?? 0) + ms - was);
+    }
   }
-  return sum;
+  return byName;
 }
 
 /**
@@ -382,7 +396,8 @@ async function measureWindow(
   const counts1 = await scrapeAll(gateways, token);
   const completed = mark1.completed - mark0.completed;
   const gatewaysMs = cpu1.all - cpu0.all;
-  const serversMs = serversDelta(cpu0.servers, cpu1.servers);
+  const byServer = serversDelta(cpu0.servers, cpu1.servers, servers);
+  const serversMs = [...byServer.values()].reduce((sum, ms) => sum + ms, 0);
   const others = gatewaysMs + serversMs + (cpu1.model - cpu0.model) + (cpu1.self - cpu0.self);
   const turns = counts1.turns - counts0.turns;
   const perTurn = (key: keyof Counts): number => (turns > 0 ? (counts1[key] - counts0[key]) / turns : NaN);
@@ -394,6 +409,9 @@ async function measureWindow(
     cpuMsPerTurn: completed > 0 ? gatewaysMs / completed : NaN,
     mainMsPerTurn: completed > 0 ? (cpu1.main - cpu0.main) / completed : NaN,
     serversMsPerTurn: completed > 0 ? serversMs / completed : NaN,
+    serverMsPerTurn: Object.fromEntries(
+      [...byServer].map(([name, ms]) => [name, completed > 0 ? ms / completed : NaN]),
+    ),
     threads: completed > 0 ? threadLine(cpu0.threads, cpu1.threads, completed) : '',
     otherLoadPct: Math.max(0, ((cpu1.machine - cpu0.machine - others) / wallMs) * 100),
     perTurn: {
@@ -649,6 +667,7 @@ async function measureRate(
     cpuMsPerTurn: measured.cpuMsPerTurn,
     mainMsPerTurn: measured.mainMsPerTurn,
     serversMsPerTurn: measured.serversMsPerTurn,
+    serverMsPerTurn: measured.serverMsPerTurn,
     threads: measured.threads,
     otherLoadPct: measured.otherLoadPct,
     perTurn: measured.perTurn,
@@ -691,6 +710,9 @@ function recordRate(backend: string, key: string, r: RateResult, target?: { op: 
     r.serversMsPerTurn,
     'ms',
   );
+  for (const [name, ms] of Object.entries(r.serverMsPerTurn)) {
+    figure(backend, `${id}.server.${name}_ms_per_turn`, `${what}, ${name}'s CPU per turn`, ms, 'ms');
+  }
   figure(backend, `${id}.other_load_pct`, `${what}, rest of the machine busy`, r.otherLoadPct, '% of a core');
   for (const [category, ms] of Object.entries(r.categories ?? {})) {
     figure(backend, `${id}.${category}_ms_per_turn`, `${what}, ${category} CPU per turn`, ms, 'ms');
@@ -799,7 +821,8 @@ export async function ordinaryScenario(ctx: OrdinaryContext): Promise<void> {
       cdp?.close();
       await stopChild(gateway.child, 15_000);
     }
-    if (ctx.backend === 'postgres') await clusterRatios(ctx, model.child, provider, runTag, rows, notes);
+    if (ctx.backend === 'postgres' && ordinarySettings.clusterRates.length > 0)
+      await clusterRatios(ctx, model.child, provider, runTag, rows, notes);
   } finally {
     await stopChild(model.child, 5_000);
     // Also after a failure: the rows measured until then are printed with it.
