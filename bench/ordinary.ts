@@ -860,7 +860,7 @@ async function clusterRatios(
     };
     const fresh = (n: number): Buffer =>
       messageBody(`pc-${bus.name}-${runTag}-${n}-${Math.random().toString(36).slice(2, 8)}`);
-    const perRate = new Map<number, { one?: RateResult; two?: RateResult }>();
+    const perRate = new Map<number, { one?: RateResult; two?: RateResult; half?: RateResult }>();
     for (const size of [1, 2] as const) {
       const gateways: Gateway[] = [];
       try {
@@ -885,13 +885,29 @@ async function clusterRatios(
           entry[size === 1 ? 'one' : 'two'] = r;
           perRate.set(rate, entry);
           recordRate(ctx.backend, `cluster.${bus.name}.${size === 1 ? 'one' : 'two'}`, r);
+          if (size === 1) {
+            // One gateway at half the rate: what each of the two runs at. Two ÷ this is what the second costs
+            // beyond running each gateway at a lower rate (where a turn costs more, by itself).
+            const half = await measureRate(ctx, gateways, model, `${label}, half rate`, rate / 2, fresh);
+            rows.push(half);
+            entry.half = half;
+            recordRate(ctx.backend, `cluster.${bus.name}.one_half`, half);
+          }
         }
       } finally {
         for (const gateway of gateways) await stopChild(gateway.child, 15_000);
       }
     }
-    for (const [rate, { one, two }] of perRate) {
+    for (const [rate, { one, two, half }] of perRate) {
       const ratio = one && two ? two.cpuMsPerTurn / one.cpuMsPerTurn : NaN;
+      const sameLoad = half && two ? two.cpuMsPerTurn / half.cpuMsPerTurn : NaN;
+      figure(
+        ctx.backend,
+        `ordinary.cluster.${bus.name}.r${rate}.ratio_same_load`,
+        `(p) ${bus.name}, ${rate} turns/s: CPU per turn, 2 gateways ÷ 1 gateway at ${rate / 2} turns/s`,
+        sameLoad,
+        'ratio',
+      );
       figure(
         ctx.backend,
         `ordinary.cluster.${bus.name}.r${rate}.ratio`,
@@ -902,7 +918,9 @@ async function clusterRatios(
       );
       notes.push(
         `cluster over ${bus.name} at ${rate} turns/s: 2 gateways ${fmt(two?.cpuMsPerTurn ?? NaN, 3)} ms/turn (both) ÷ ` +
-          `1 gateway ${fmt(one?.cpuMsPerTurn ?? NaN, 3)} ms/turn = ${fmt(ratio, 2)}× (target ≤ ${targets.clusterRatio})`,
+          `1 gateway ${fmt(one?.cpuMsPerTurn ?? NaN, 3)} ms/turn = ${fmt(ratio, 2)}× (target ≤ ${targets.clusterRatio}); ` +
+          `÷ 1 gateway at ${rate / 2} turns/s (${fmt(half?.cpuMsPerTurn ?? NaN, 3)} ms/turn, each one's load) = ` +
+          `${fmt(sameLoad, 2)}×`,
       );
     }
   }
