@@ -28,6 +28,11 @@ export const ordinarySettings = {
   rates: rateList('BENCH_ORDINARY_RATES', [30, 60, 120]),
   seconds: envNumber('BENCH_ORDINARY_SECONDS', 10, false),
   sessions: envNumber('BENCH_ORDINARY_SESSIONS', 8, true),
+  /**
+   * Closed-loop turns before a gateway's first window (at most `WARMUP_MAX_MS`): a gateway that has run for
+   * hours has long finished compiling its hot path; after 2 000 turns V8 still compiles in the windows.
+   */
+  warmupTurns: envNumber('BENCH_ORDINARY_WARMUP_TURNS', 10_000, true),
   profile: process.env.BENCH_ORDINARY_PROFILE?.trim() !== '0',
   clusterRates: rateList('BENCH_ORDINARY_CLUSTER_RATES', [60, 120]),
   natsUrl: process.env.BENCH_NATS_URL?.trim() || 'nats://127.0.0.1:4222',
@@ -43,6 +48,8 @@ const targets = {
 
 /** Busy CPU of the rest of the machine (% of one core) above which a window is measured again. */
 const BUSY_PCT = 25;
+/** The longest closed-loop warm-up of a gateway, ms. */
+const WARMUP_MAX_MS = 45_000;
 /** Seconds of the idle reading before the first window. */
 const IDLE_SECONDS = 5;
 /** V8 profiler sampling interval, µs (its default is 1000: too few samples for a turn of a millisecond or two). */
@@ -55,8 +62,6 @@ export interface OrdinaryContext {
   /** A fresh directory of this backend's run. */
   dir: string;
   warmupSeconds: number;
-  /** Closed-loop turns (at most 15 s of them) before a gateway's first window: V8 is still optimizing before. */
-  warmupTurns: number;
   redisUrl: string;
   apiToken: string;
   /** A token that may read `/metrics`. */
@@ -586,8 +591,8 @@ async function warmUp(ctx: OrdinaryContext, gateways: Gateway[], tag: string): P
     alsoUrls: gateways.slice(1).map((g) => g.url),
     concurrency: 4,
     warmupMs: 0,
-    durationMs: 15_000,
-    maxRequests: ctx.warmupTurns,
+    durationMs: WARMUP_MAX_MS,
+    maxRequests: ordinarySettings.warmupTurns,
     requestTimeoutMs: 70_000,
     expectStatus: 200,
     request: (n) => ({

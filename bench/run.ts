@@ -1138,7 +1138,6 @@ async function runBackend(
         backend,
         dir: join(dir, 'ordinary'),
         warmupSeconds: settings.warmupSeconds,
-        warmupTurns: settings.singleUserWarmup,
         redisUrl: settings.redisUrl,
         apiToken: TOKEN,
         metricsToken: ADMIN_TOKEN,
