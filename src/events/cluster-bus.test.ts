@@ -111,7 +111,13 @@ describe('ClusterBus over a recording adapter', () => {
   it('stamps every message with its instance and clock, and beats at once and every 5 s', async () => {
     const { bus, fake, timers, clock, peer } = await start();
     expect(fake.sent.map((m) => m.subject)).toEqual(['ns.heartbeat']);
-    expect(JSON.parse(fake.sent[0]!.payload)).toEqual({ v: 1, from: 'gw_me', at: 1_000_000, version: '1.0.0' });
+    expect(JSON.parse(fake.sent[0]!.payload)).toEqual({
+      v: 1,
+      from: 'gw_me',
+      at: 1_000_000,
+      version: '1.0.0',
+      hello: true,
+    });
     peer('gw_b'); // answered at once: a second heartbeat
     clock.advance(250);
     bus.publishTurn({ eventId: 'evt_1', seq: 3, type: 'delta', data: { content: 'a' } });
@@ -185,7 +191,7 @@ describe('ClusterBus over a recording adapter', () => {
     expect(fake.sent.filter((m) => m.subject === 'ns.heartbeat')).toHaveLength(2);
   });
 
-  it('answers a newcomer’s heartbeat with its own at once, and only a newcomer’s', async () => {
+  it('answers a newcomer’s heartbeat (or a restarted one’s hello) with its own at once, and only those', async () => {
     const { bus, fake } = await start();
     const beats = () => fake.sent.filter((m) => m.subject === 'ns.heartbeat').length;
     expect(beats()).toBe(1);
@@ -194,6 +200,10 @@ describe('ClusterBus over a recording adapter', () => {
     fake.arrive('ns.heartbeat', { v: 1, from: 'gw_new', at: 0, version: '2.0.0' });
     expect(beats()).toBe(2);
     expect(bus.peerList()).toEqual([{ instance_id: 'gw_new', version: '2.0.0', last_seen_seconds: 0 }]);
+    // Restarted under the same name before it was forgotten: its first beat says so, and is answered.
+    fake.arrive('ns.heartbeat', { v: 1, from: 'gw_new', at: 0, version: '2.0.1', hello: true });
+    expect(beats()).toBe(3);
+    expect(JSON.parse(fake.sent.at(-1)!.payload)).not.toHaveProperty('hello');
     fake.arrive('ns.heartbeat', { v: 1, from: 'gw_new', at: 0, version: '2.0.0', leaving: true });
     expect(bus.peerList()).toEqual([]);
   });

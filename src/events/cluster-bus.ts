@@ -236,7 +236,7 @@ export class ClusterBus implements FeedForward {
       (up, reason) => this.onConnection(up, reason),
     );
     this.state = 'open';
-    if (this.shared) this.beat();
+    if (this.shared) this.beat({ hello: true });
   }
 
   /** Sends a live-feed event of this process to the others, when one of them listens to its topic. */
@@ -331,13 +331,21 @@ export class ClusterBus implements FeedForward {
       .sort((a, b) => a.instance_id.localeCompare(b.instance_id));
   }
 
-  /** Sends a heartbeat now (the loop does so every period; tests call it). */
-  beat(): void {
+  /**
+   * Sends a heartbeat now (the loop does so every period; tests call it). `hello`: this process has just
+   * started, and knows no peer yet; every peer answers at once, also one that still remembers this instance
+   * (restarted within three beats), so nothing waits for a peer's next beat.
+   */
+  beat(options: { hello?: boolean } = {}): void {
     this.stopBeat?.();
     this.stopBeat = null;
     if (this.state !== 'open' || !this.shared) return;
     const topics = this.localFeed?.localTopics();
-    this.send(this.subjects.heartbeat, { version: this.options.version, ...(topics ? { topics } : {}) });
+    this.send(this.subjects.heartbeat, {
+      version: this.options.version,
+      ...(topics ? { topics } : {}),
+      ...(options.hello ? { hello: true } : {}),
+    });
     this.expirePeers(this.options.clock.now());
     this.stopBeat = (this.options.timers ?? busTimers).after(this.heartbeatMs, () => this.beat());
   }
@@ -444,8 +452,9 @@ export class ClusterBus implements FeedForward {
         const topics = Array.isArray(message.topics)
           ? new Set(message.topics.filter((t): t is string => typeof t === 'string').slice(0, TOPICS.length))
           : null;
-        // A newcomer hears from this process at once instead of at its next beat.
-        if (this.rememberPeer(message.from, { version, seenAt: now, topics }) && !known) this.beat();
+        // A newcomer (or one restarted under the same name) hears from this process at once, not at its next beat.
+        const remembered = this.rememberPeer(message.from, { version, seenAt: now, topics });
+        if (remembered && (!known || message.hello === true)) this.beat();
       }
       return true;
     }
