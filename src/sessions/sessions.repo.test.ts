@@ -12,10 +12,12 @@ import {
   createSession,
   deleteSession,
   ensureSession,
+  ensureSessionCreated,
   getSession,
   history,
   listSessions,
   touchSession,
+  touchSessionCounted,
 } from './sessions.repo.js';
 
 const BASE = Date.UTC(2026, 10, 21, 10, 0, 0, 0);
@@ -144,6 +146,41 @@ describeBackends('sessions repository', (backend) => {
       });
       expect(await getSession(db, 'k')).toEqual(revived);
       expect(await history(db, 'k', revived.contextEpoch, 100)).toEqual({ items: [], total: 0 });
+    });
+
+    it('ensureSessionCreated tells a key it created from one it revived or found live, with the insert first or not', async () => {
+      for (const missing of [false, true]) {
+        const key = `k${missing ? 'm' : ''}`;
+        const input = { key, channel: 'api', now: at(0) };
+        const made = await ensureSessionCreated(db, input, { missing });
+        expect(made).toMatchObject({ created: true, session: { key, contextEpoch: 0, messageCount: 0 } });
+        expect(await ensureSessionCreated(db, input, { missing })).toEqual({ created: false, session: made.session });
+        await deleteSession(db, key, at(1));
+        const revived = await ensureSessionCreated(db, { ...input, now: at(2) }, { missing });
+        expect(revived).toMatchObject({ created: false, session: { key, contextEpoch: 2, createdAt: at(2) } });
+        expect(await getSession(db, key)).toEqual(revived.session);
+      }
+    });
+
+    it('touchSessionCounted answers the epoch and the count after it; null for a deleted session', async () => {
+      await ensureSession(db, { key: 'k', channel: 'api', now: at(0) });
+      expect(await touchSessionCounted(db, 'k', { now: at(1), messagesAdded: 1 })).toEqual({
+        epoch: 0,
+        messageCount: 1,
+      });
+      await bumpEpoch(db, 'k', at(2));
+      // A new epoch keeps the session's count: only a session's first message counts one.
+      expect(await touchSessionCounted(db, 'k', { now: at(3), messagesAdded: 1 })).toEqual({
+        epoch: 1,
+        messageCount: 2,
+      });
+      await deleteSession(db, 'k', at(4));
+      expect(await touchSessionCounted(db, 'k', { now: at(5), messagesAdded: 1 })).toBeNull();
+      await ensureSession(db, { key: 'k', channel: 'api', now: at(6) });
+      expect(await touchSessionCounted(db, 'k', { now: at(7), messagesAdded: 1 })).toEqual({
+        epoch: 3,
+        messageCount: 1,
+      });
     });
 
     it('deleteSession is false for a missing key', async () => {

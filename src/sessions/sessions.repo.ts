@@ -133,9 +133,26 @@ export async function ensureSession(
   ex: Executor,
   input: { key: string; channel: string; metadata?: Record<string, unknown>; now: string } & SessionOrigin,
 ): Promise<SessionRecord> {
-  // The common case — a live session — costs one read.
-  const existing = await getSession(ex, input.key);
-  if (existing) return existing;
+  return (await ensureSessionCreated(ex, input)).session;
+}
+
+/**
+ * `ensureSession`, also telling whether this call created the session: the
+ * key had no row at all, so it never had a turn, message or earlier life
+ * (sessions are deleted by marking them, never removed). With `missing` (the
+ * caller has just seen no live session under the key) the insert comes
+ * first, saving the read that would find nothing; the outcome is the same.
+ */
+export async function ensureSessionCreated(
+  ex: Executor,
+  input: { key: string; channel: string; metadata?: Record<string, unknown>; now: string } & SessionOrigin,
+  options: { missing?: boolean } = {},
+): Promise<{ session: SessionRecord; created: boolean }> {
+  if (!options.missing) {
+    // The common case — a live session — costs one read.
+    const existing = await getSession(ex, input.key);
+    if (existing) return { session: existing, created: false };
+  }
   const metadata = JSON.stringify(input.metadata ?? {});
   for (let attempt = 0; attempt < MAX_RACE_RETRIES; attempt++) {
     const inserted = await ex
@@ -144,7 +161,7 @@ export async function ensureSession(
       .onConflict((oc) => oc.column('key').doNothing())
       .returningAll()
       .executeTakeFirst();
-    if (inserted) return toSession(inserted);
+    if (inserted) return { session: toSession(inserted), created: true };
 
     const revived = await ex
       .updateTable('sessions')
@@ -164,10 +181,10 @@ export async function ensureSession(
       .where('deleted_at', 'is not', null)
       .returningAll()
       .executeTakeFirst();
-    if (revived) return toSession(revived);
+    if (revived) return { session: toSession(revived), created: false };
 
     const live = await getSession(ex, input.key);
-    if (live) return live;
+    if (live) return { session: live, created: false };
   }
   throw new Error(`ensureSession(${input.key}): the row kept changing under concurrent deletes`);
 }
@@ -345,13 +362,27 @@ export async function touchSessionEpoch(
   return row ? row.context_epoch : null;
 }
 
+/**
+ * `touchSessionEpoch` that also answers the session's message count after it: one means the message being
+ * added is the first of the session's life (a deleted and revived session starts again at zero, in a new
+ * epoch), so its context window holds that message alone.
+ */
+export async function touchSessionCounted(
+  ex: Executor,
+  key: string,
+  input: { now: string; messagesAdded: number },
+): Promise<{ epoch: number; messageCount: number } | null> {
+  const row = await touchReturning.first(ex, { key, now: input.now, added: input.messagesAdded });
+  return row ? { epoch: row.context_epoch, messageCount: row.message_count } : null;
+}
+
 const touchReturning = prepared((ex, input: { key: string; now: string; added: number }) =>
   ex
     .updateTable('sessions')
     .set((eb) => ({ last_active: input.now, message_count: eb('message_count', '+', input.added) }))
     .where('key', '=', input.key)
     .where('deleted_at', 'is', null)
-    .returning('context_epoch'),
+    .returning(['context_epoch', 'message_count']),
 );
 
 const touch = prepared((ex, input: { key: string; now: string; added: number }) =>
@@ -623,7 +654,8 @@ export async function countSessionsByAgent(ex: Executor, principal?: string): Pr
   return new Map(rows.map((row) => [row.agent, Number(row.n)]));
 }
 
-function newSessionRow(
+/** The row of a new session (status active, no messages, epoch 0) as `ensureSession` inserts it. */
+export function newSessionRow(
   key: string,
   channel: string,
   metadata: string,
@@ -643,6 +675,11 @@ function newSessionRow(
     metadata,
     deleted_at: null,
   };
+}
+
+/** A session row as the repository answers it. */
+export function sessionOf(row: Selectable<SessionsTable>): SessionRecord {
+  return toSession(row);
 }
 
 function toSession(row: Selectable<SessionsTable>): SessionRecord {

@@ -12,7 +12,13 @@ import {
   type Original,
 } from '../idempotency/index.js';
 import type { IdentityCheck } from '../security/identity.js';
-import { ensureSession, ownerScope, ownsSession, presentSession, type SessionOrigin } from '../sessions/index.js';
+import {
+  ensureSessionCreated,
+  ownerScope,
+  ownsSession,
+  presentSession,
+  type SessionOrigin,
+} from '../sessions/index.js';
 import type { Transaction } from 'kysely';
 import type { Database, Store } from '../store/index.js';
 import { MAX_CONTEXT_MESSAGES, payloadOf, type Inbound, type StoredTrace, type Submitted } from './inbound.js';
@@ -208,19 +214,27 @@ export class Intake {
         }
         // A live session's turn in one statement where the store has one (ADR 0032); anything else takes the
         // general path below.
-        const accepted = await this.options.path.acceptIntoLiveSession(trx, {
+        const acceptInput = {
           eventId,
           sessionKey: inbound.sessionKey,
           ownerScope: scope,
           payload,
           owner: this.options.owner,
           now,
-        });
+        };
+        const accepted = await this.options.path.acceptIntoLiveSession(trx, acceptInput);
         if (accepted) {
           await this.report(trx, () => received(eventId, inbound, now));
-          return { created: true as const, inserted: true, eventId, seq: accepted.seq };
+          return { created: true as const, inserted: true, eventId, seq: accepted.seq, newSession: false };
         }
-        const session = await ensureSession(trx, { key: inbound.sessionKey, channel: inbound.channel, now, ...origin });
+        // No live session of this principal answered: most often there is none. A session created with its
+        // turn in one statement where the store has one (ADR 0032); else its insert is tried first.
+        const sessionInput = { key: inbound.sessionKey, channel: inbound.channel, now, ...origin };
+        const withNew = await this.options.path.acceptIntoNewSession(trx, { ...acceptInput, session: sessionInput });
+        const ensured = withNew
+          ? { session: withNew.session, created: true }
+          : await ensureSessionCreated(trx, sessionInput, { missing: true });
+        const session = ensured.session;
         // Another principal's session is as absent as none (DECISIONS §18); the transaction writes nothing.
         if (!ownsSession(scope, session.principal)) throw errors.notFound('session');
         const insert = () =>
@@ -232,7 +246,8 @@ export class Intake {
             owner: this.options.owner,
             now,
           });
-        let turn = await insert();
+        let turn: { inserted: boolean; turn: { seq: number } } =
+          withNew && withNew.seq !== null ? { inserted: true, turn: { seq: withNew.seq } } : await insert();
         if (keyed && !turn.inserted) {
           // The claim created a record, yet the derived id is in the ledger: an earlier life of this key
           // (its record expired) used it. This is a new event: give it its own id.
@@ -248,7 +263,8 @@ export class Intake {
             ...received(eventId, inbound, now),
           ]);
         }
-        return { created: true as const, inserted: turn.inserted, eventId, seq: turn.turn.seq };
+        const newSession = ensured.created && turn.inserted;
+        return { created: true as const, inserted: turn.inserted, eventId, seq: turn.turn.seq, newSession };
       },
       // An acknowledgement goes ahead of the background turns' writes.
       { durable: !(inbound.wait && inbound.outcomeOnly === true), urgent: true },
@@ -271,7 +287,8 @@ export class Intake {
     // first, start-up recovery finds it `accepted` and runs it — it is never lost.
     if (outcome.inserted) {
       this.options.timings?.mark(eventId, 'queued');
-      queue.enqueue(inbound.sessionKey, { kind: 'turn', eventId, seq: outcome.seq }, { force: true });
+      const hints = { ...(outcome.newSession ? { newSession: true } : {}), ...(keyed ? {} : { unkeyed: true }) };
+      queue.enqueue(inbound.sessionKey, { kind: 'turn', eventId, seq: outcome.seq, ...hints }, { force: true });
       this.options.onAccepted?.(inbound.sessionKey, eventId);
     }
     return { eventId, sessionKey: inbound.sessionKey, replay: false, answer: inbound.wait ? 'result' : 'ack' };

@@ -33,6 +33,8 @@ export type ClaimedStep =
       statusStored: boolean;
       /** The context window the claim read with its writes (PostgreSQL, ADR 0032): the first model call's. */
       window?: SizedEntry[];
+      /** The user's message is the first of the session's life (`ClaimRecorded.first`). */
+      first?: boolean;
     }
   /** A claim whose commit went unconfirmed and whose step cannot be rebuilt from the ledger. */
   | { kind: 'lost'; claimed: TurnRecord };
@@ -78,10 +80,15 @@ export class TurnClaimer {
    * unconfirmed: the retry finds out from the ledger whether it committed, and
    * takes it over if so.
    */
-  async claim(sessionKey: string, eventId: string): Promise<ClaimedStep | 'blocked' | null> {
+  async claim(
+    sessionKey: string,
+    eventId: string,
+    hints: { newSession?: boolean } = {},
+  ): Promise<ClaimedStep | 'blocked' | null> {
     const { store, owner } = this.deps;
     const unconfirmed = this.unconfirmed.has(eventId);
-    const attempt = this.deps.path.claim({ sessionKey, eventId, owner, unconfirmed });
+    const newSession = hints.newSession === true;
+    const attempt = this.deps.path.claim({ sessionKey, eventId, owner, unconfirmed, newSession });
     const ready = await attempt.prepare();
     if (ready !== 'ready') return ready;
     const now = isoTime(this.deps.clock.now());
@@ -135,7 +142,8 @@ export class TurnClaimer {
             window: this.deps.contextBudget ?? DEFAULT_CONTEXT_BUDGET,
           });
           const window = recorded.window ? { window: recorded.window } : {};
-          return { kind: 'message', claimed, epoch: recorded.epoch, statusStored: true, ...window };
+          const first = recorded.first ? { first: true } : {};
+          return { kind: 'message', claimed, epoch: recorded.epoch, statusStored: true, ...window, ...first };
         },
         { durable: !store.writer.syncsApart },
       );
@@ -152,6 +160,8 @@ export class TurnClaimer {
     }
     if (step?.kind === 'message' && step.statusStored) {
       const text = (step.claimed.payload as InboundPayload).text;
+      // The session's first message: the epoch's window is that message alone, known without reading it.
+      if (step.first) this.deps.contextCache?.set(sessionKey, step.epoch, []);
       this.deps.contextCache?.append(sessionKey, step.epoch, [
         { role: 'user', content: text, toolCalls: null, toolCallId: null, name: null },
       ]);

@@ -74,12 +74,17 @@ export async function settleOutcome(
   outcome: AgentOutcome,
   startedMs: number,
   writes: TurnWrites,
-  options: { metrics?: boolean; trace?: TurnTrace | null } = {},
+  options: {
+    metrics?: boolean;
+    trace?: TurnTrace | null;
+    /** The one turn ending was accepted without an idempotency key (`TurnJob.unkeyed`): no record to settle. */
+    unkeyed?: boolean;
+  } = {},
 ): Promise<JobResult> {
   let records: Array<TurnRecord | null>;
   const trace = options.trace ?? null;
   try {
-    records = await finishTurns(deps, eventIds, outcome, writes, trace);
+    records = await finishTurns(deps, eventIds, outcome, writes, trace, options.unkeyed === true);
     for (const message of writes.messages) {
       deps.contextCache?.append(message.sessionKey, message.contextEpoch, [message]);
     }
@@ -127,6 +132,7 @@ async function finishTurns(
   outcome: AgentOutcome,
   writes: TurnWrites,
   trace: TurnTrace | null,
+  unkeyed: boolean,
 ): Promise<Array<TurnRecord | null>> {
   const { store, path, hub, logger, waiters, timings } = deps;
   const now = isoTime(deps.clock.now());
@@ -212,7 +218,8 @@ async function finishTurns(
       response: content,
       terminationReason: reason,
       resultOf,
-      idempotency: deps.idempotency,
+      // A turn accepted without a key has no record whose TTL could start: nothing to update.
+      idempotency: unkeyed && eventIds.length === 1 ? withoutRecords(deps.idempotency) : deps.idempotency,
     };
   }
   const outbox = deps.outbox ?? null;
@@ -259,4 +266,9 @@ function providerCause(err: Error): string {
 /** A provider failure with the upstream's redacted text (`ProviderError.logText`), for the failed turn's log line. */
 function providerLogText(err: Error): string {
   return err instanceof ProviderError ? err.logText : err.message;
+}
+
+/** The idempotency of a turn known to have no record: `settle` has nothing to update. */
+function withoutRecords(idempotency: TurnFinishDeps['idempotency']): TurnFinishDeps['idempotency'] {
+  return { settle: () => Promise.resolve(), settledExpiry: () => idempotency.settledExpiry() };
 }

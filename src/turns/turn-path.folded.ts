@@ -6,14 +6,16 @@
  * ending two turns) goes to `turn-path.general.ts`.
  */
 import type { Transaction } from 'kysely';
-import { ensureSession, type SizedEntry } from '../sessions/index.js';
+import { ensureSession, type SessionRecord } from '../sessions/index.js';
 import type { Database, Store } from '../store/index.js';
 import { TurnTakenOverError, type GeneralTurnPath } from './turn-path.general.js';
 import type {
   AcceptInput,
   ClaimInput,
   ClaimRecord,
+  ClaimRecorded,
   ClaimTaken,
+  NewSessionInput,
   OutcomeCommit,
   StoredTurnEvent,
   TurnClaim,
@@ -21,6 +23,7 @@ import type {
 } from './turn-path.js';
 import {
   acceptIntoLiveSession,
+  acceptIntoNewSession,
   appendTurnEvents,
   claimIfFree,
   finishHeldTurn,
@@ -39,6 +42,13 @@ export class FoldedTurnPath implements TurnPath {
   async acceptIntoLiveSession(trx: Transaction<Database>, input: AcceptInput): Promise<{ seq: number } | null> {
     const accepted = await acceptIntoLiveSession(trx, input);
     return accepted ? { seq: accepted.seq } : null;
+  }
+
+  async acceptIntoNewSession(
+    trx: Transaction<Database>,
+    input: AcceptInput & { session: NewSessionInput },
+  ): Promise<{ session: SessionRecord; seq: number | null } | null> {
+    return acceptIntoNewSession(trx, input);
   }
 
   claim(input: ClaimInput): TurnClaim {
@@ -105,7 +115,7 @@ class FoldedClaim implements TurnClaim {
     return { claimed: claim.claimed, clarification: gate.clarification };
   }
 
-  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: SizedEntry[] }> {
+  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<ClaimRecorded> {
     const { message, event, channel, window } = input;
     // The message, its count on the live session, the first event and the context window in one statement.
     const folded = { message, event, window };

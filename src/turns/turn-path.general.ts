@@ -1,17 +1,20 @@
 /**
- * The general turn path: the builder statements one by one (ADR 0026, 0029). SQLite runs it for every turn (in
- * process, a statement costs microseconds, and it has no data-modifying CTEs); PostgreSQL runs it wherever ADR
- * 0032 keeps the general path (a claim whose commit went unconfirmed, a pause, an outcome ending two turns).
+ * The general turn path: the builder statements one by one (ADR 0026, 0029), but for the accept into a live
+ * session (one `insert … select`). SQLite runs it for every turn (in process, a statement costs microseconds, and
+ * it has no data-modifying CTEs); PostgreSQL runs it wherever ADR 0032 keeps the general path (a claim whose
+ * commit went unconfirmed, a pause, an outcome ending two turns).
  */
-import type { Transaction } from 'kysely';
-import { appendMessage, ensureSession, touchSessionEpoch, type SizedEntry } from '../sessions/index.js';
-import type { Database, Store } from '../store/index.js';
+import { sql, type Transaction } from 'kysely';
+import { appendMessage, ensureSession, touchSessionCounted, type SessionRecord } from '../sessions/index.js';
+import { preparedSql, type Database, type Store } from '../store/index.js';
 import { appendTurnEvent, appendTurnEventOnce } from './turn-events.repo.js';
 import type {
   AcceptInput,
   ClaimInput,
   ClaimRecord,
+  ClaimRecorded,
   ClaimTaken,
+  NewSessionInput,
   OutcomeCommit,
   StoredTurnEvent,
   TurnClaim,
@@ -19,6 +22,7 @@ import type {
 } from './turn-path.js';
 import { storeTurnWrites } from './turn-writes.js';
 import {
+  acceptParams,
   claimTurn,
   finishTurnReturning,
   getTurn,
@@ -28,6 +32,30 @@ import {
   waitingTurnsOfSession,
   type TurnRecord,
 } from './turns.repo.js';
+
+/**
+ * The accepted turn of a live session (of the caller's principal, when scoped) with the session's context epoch:
+ * one statement where reading the session and inserting the turn took two. No row when the session is missing,
+ * deleted or another principal's, or the event is in the ledger already. SQLite runs it (PostgreSQL folds its own,
+ * `turn-path.pg.ts`); an `insert … select` with `on conflict` needs the `where` it has there.
+ */
+const acceptLive = preparedSql(
+  (input: {
+    eventId: string;
+    sessionKey: string;
+    ownerScope: string | null;
+    payload: string;
+    owner: string;
+    now: string;
+  }) => sql<{ seq: number }>`insert into turns
+      (event_id, session_key, status, context_epoch, accepted_at, updated_at, payload, owner)
+    select cast(${input.eventId} as text), s.key, 'accepted', s.context_epoch, cast(${input.now} as text),
+      cast(${input.now} as text), cast(${input.payload} as text), cast(${input.owner} as text)
+    from sessions s where s.key = cast(${input.sessionKey} as text) and s.deleted_at is null
+      and (cast(${input.ownerScope} as text) is null or s.principal = cast(${input.ownerScope} as text))
+    on conflict (event_id) do nothing
+    returning seq`,
+);
 
 /** A turn's writes refused because another gateway holds the turn now (ADR 0029). */
 export class TurnTakenOverError extends Error {
@@ -41,9 +69,18 @@ export class TurnTakenOverError extends Error {
 export class GeneralTurnPath implements TurnPath {
   constructor(private readonly store: Store) {}
 
-  /** This path has no one-statement accept: always the caller's general path. */
-  acceptIntoLiveSession(_trx: Transaction<Database>, _input: AcceptInput): Promise<{ seq: number } | null> {
+  /** This path creates a session with the builder statements: the caller's general path. */
+  acceptIntoNewSession(
+    _trx: Transaction<Database>,
+    _input: AcceptInput & { session: NewSessionInput },
+  ): Promise<{ session: SessionRecord; seq: number | null } | null> {
     return Promise.resolve(null);
+  }
+
+  /** The turn inserted with the live session's context epoch, read in the same statement (as on PostgreSQL). */
+  async acceptIntoLiveSession(trx: Transaction<Database>, input: AcceptInput): Promise<{ seq: number } | null> {
+    const row = await acceptLive.first(trx, acceptParams(input));
+    return row ? { seq: row.seq } : null;
   }
 
   claim(input: ClaimInput): TurnClaim {
@@ -96,7 +133,9 @@ class GeneralClaim implements TurnClaim {
 
   async prepare(): Promise<'ready' | 'blocked' | null> {
     const { store } = this;
-    const { sessionKey, eventId, unconfirmed } = this.input;
+    const { sessionKey, eventId, unconfirmed, newSession } = this.input;
+    // A session its turn's acceptance created had no turn before it: none of its turns can be paused yet.
+    if (newSession) return 'ready';
     this.waiting = await waitingTurnsOfSession(store.db, sessionKey);
     if (this.waiting.approval) {
       // A turn awaiting approval blocks the later turns of its session (ADR 0005).
@@ -121,17 +160,19 @@ class GeneralClaim implements TurnClaim {
     return { claimed, clarification };
   }
 
-  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: SizedEntry[] }> {
+  async record(trx: Transaction<Database>, input: ClaimRecord): Promise<ClaimRecorded> {
     const { message, event, channel } = input;
     const { sessionKey, createdAt: now } = message;
     // The live session counts the message (one statement); one deleted meanwhile is revived first.
-    let epoch = await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 });
-    if (epoch === null) {
+    let touched = await touchSessionCounted(trx, sessionKey, { now, messagesAdded: 1 });
+    if (touched === null) {
       await ensureSession(trx, { key: sessionKey, channel, now });
-      epoch = (await touchSessionEpoch(trx, sessionKey, { now, messagesAdded: 1 }))!;
+      touched = (await touchSessionCounted(trx, sessionKey, { now, messagesAdded: 1 }))!;
     }
+    const { epoch } = touched;
     await appendMessage(trx, { ...message, contextEpoch: epoch });
     await appendTurnEvent(trx, { eventId: message.eventId, seq: 1, ...event, now });
-    return { epoch };
+    // Counted first in the session's life: no other message shares its epoch.
+    return touched.messageCount === 1 ? { epoch, first: true } : { epoch };
   }
 }

@@ -8,6 +8,7 @@ import type { Database } from '../store/index.js';
 import { listTurnEvents } from './turn-events.repo.js';
 import {
   acceptIntoLiveSession,
+  acceptIntoNewSession,
   appendTurnEvents,
   claimIfFree,
   finishHeldTurn,
@@ -77,6 +78,25 @@ describe.skipIf(postgres.skip)('turn path statements on PostgreSQL (ADR 0032)', 
     expect(await deleteSession(db, 's1', NOW)).toBe(true);
     expect(await acceptIntoLiveSession(db, { ...input, eventId: 'evt_b' })).toBeNull();
     expect(await getTurn(db, 'evt_b')).toBeNull();
+  });
+
+  it('accepts into a new session made with the turn; not where the key has a row, live or deleted', async () => {
+    const session = { key: 's1', channel: 'api', now: NOW, agent: 'main', principal: 'default' };
+    const input = { eventId: 'evt_a', payload: { text: 'a' }, owner: 'gw1', now: NOW, session };
+    const made = await acceptIntoNewSession(db, input);
+    expect(made).toEqual({ session: await getSession(db, 's1'), seq: (await getTurn(db, 'evt_a'))!.seq });
+    expect(made?.session).toMatchObject({ key: 's1', contextEpoch: 0, messageCount: 0, createdAt: NOW });
+    expect(await getTurn(db, 'evt_a')).toMatchObject({ status: 'accepted', contextEpoch: 0, owner: 'gw1' });
+    // The key has a row: nothing written.
+    expect(await acceptIntoNewSession(db, { ...input, eventId: 'evt_b' })).toBeNull();
+    await deleteSession(db, 's1', NOW);
+    expect(await acceptIntoNewSession(db, { ...input, eventId: 'evt_c' })).toBeNull();
+    expect(await getTurn(db, 'evt_b')).toBeNull();
+    expect(await getTurn(db, 'evt_c')).toBeNull();
+    // An event already in the ledger: the session is made, the turn is not inserted again.
+    const again = await acceptIntoNewSession(db, { ...input, session: { ...session, key: 's2' } });
+    expect(again).toMatchObject({ session: { key: 's2' }, seq: null });
+    expect((await getTurn(db, 'evt_a'))?.sessionKey).toBe('s1');
   });
 
   it("the claim's lock is one transaction's at a time; the gate reads the paused turns and the turn's own seq", async () => {

@@ -8,12 +8,16 @@ import {
   type ContextBudget,
   type ContextRow,
   type MessageRecord,
+  newSessionRow,
+  sessionOf,
+  type SessionOrigin,
+  type SessionRecord,
   type SizedEntry,
 } from '../sessions/index.js';
-import { preparedSql, type Database, type TurnsTable } from '../store/index.js';
+import { preparedSql, type Database, type SessionsTable, type TurnsTable } from '../store/index.js';
 import { usageRow, type UsageInput } from '../usage/index.js';
 import { TERMINAL_STATUSES, type TerminalTurnStatus } from './turn-status.js';
-import { toTurn, type TurnRecord } from './turns.repo.js';
+import { acceptParams, toTurn, type AcceptRow, type TurnRecord } from './turns.repo.js';
 
 /**
  * The turn path's writes on PostgreSQL, each folded into one statement
@@ -34,27 +38,61 @@ const TERMINAL = sql.join(TERMINAL_STATUSES.map((status) => sql.lit(status)));
  * the turn took two. Null when the session is missing or deleted, or the
  * event is in the ledger already: the caller takes the general path.
  */
-export async function acceptIntoLiveSession(
+export async function acceptIntoLiveSession(ex: Executor, input: AcceptRow): Promise<TurnRecord | null> {
+  const row = await accept.first(ex, acceptParams(input));
+  return row ? toTurn(row) : null;
+}
+
+/**
+ * The accepted turn of a session created with it: the session inserted (when its key has no row, live or
+ * deleted) and the turn with the new session's context epoch, in one statement where inserting the session and
+ * the turn took two. Null when the key has a row: the caller takes the general path (read, revive). The turn's
+ * seq is null when the event is in the ledger already.
+ */
+export async function acceptIntoNewSession(
   ex: Executor,
   input: {
     eventId: string;
-    sessionKey: string;
-    ownerScope: string | null;
     payload: unknown;
     owner: string | null;
     now: string;
+    session: { key: string; channel: string; now: string } & SessionOrigin;
   },
-): Promise<TurnRecord | null> {
-  const row = await accept.first(ex, {
+): Promise<{ session: SessionRecord; seq: number | null } | null> {
+  const row = newSessionRow(input.session.key, input.session.channel, '{}', input.session.now, input.session);
+  const created = await acceptNew.first(ex, {
+    ...row,
     eventId: input.eventId,
-    sessionKey: input.sessionKey,
-    ownerScope: input.ownerScope,
     payload: JSON.stringify(input.payload ?? null),
     owner: input.owner,
     now: input.now,
   });
-  return row ? toTurn(row) : null;
+  if (!created) return null;
+  const { turn_seq: seq, ...session } = created;
+  return { session: sessionOf(session), seq };
 }
+
+const acceptNew = preparedSql(
+  (input: Selectable<SessionsTable> & { eventId: string; payload: string; owner: string | null; now: string }) => sql<
+    Selectable<SessionsTable> & { turn_seq: number | null }
+  >`with s as (
+      insert into sessions (agent, principal, key, channel, status, created_at, last_active, message_count,
+        context_epoch, metadata, deleted_at)
+      values (${input.agent}::text, ${input.principal}::text, ${input.key}::text, ${input.channel}::text,
+        ${input.status}::text, ${input.created_at}::text, ${input.last_active}::text, ${input.message_count}::integer,
+        ${input.context_epoch}::integer, ${input.metadata}::text, ${input.deleted_at}::text)
+      on conflict (key) do nothing
+      returning *
+    ), t as (
+      insert into turns (event_id, session_key, status, context_epoch, accepted_at, updated_at, payload, owner)
+      select ${input.eventId}::text, s.key, 'accepted', s.context_epoch, ${input.now}::text, ${input.now}::text,
+        ${input.payload}::text, ${input.owner}::text
+      from s
+      on conflict (event_id) do nothing
+      returning seq
+    )
+    select s.*, t.seq as turn_seq from s left join t on true`,
+);
 
 const accept = preparedSql(
   (input: {

@@ -1,6 +1,6 @@
 /**
  * The turn path's port: the steps of a turn whose statements depend on the store (ADR 0026, 0029, 0032) —
- * accepting into a live session, claiming, fencing, committing the outcome and storing streamed events — behind
+ * accepting into a live or new session, claiming, fencing, committing the outcome and storing streamed events — behind
  * one small interface, with one implementation per store: `turn-path.general.ts` (the builder statements one by
  * one: SQLite, and PostgreSQL wherever ADR 0032 keeps the general path) and `turn-path.folded.ts` (PostgreSQL's
  * folded statements of `turn-path.pg.ts`). `turnPathFor` chooses once, where the message path is built; nothing
@@ -8,7 +8,7 @@
  */
 import type { Transaction } from 'kysely';
 import type { Idempotency } from '../idempotency/index.js';
-import type { ContextBudget, MessageRecord, SizedEntry } from '../sessions/index.js';
+import type { ContextBudget, MessageRecord, SessionOrigin, SessionRecord, SizedEntry } from '../sessions/index.js';
 import type { Database, Store } from '../store/index.js';
 import { FoldedTurnPath } from './turn-path.folded.js';
 import { GeneralTurnPath } from './turn-path.general.js';
@@ -22,10 +22,20 @@ export { TurnTakenOverError } from './turn-path.general.js';
 export interface TurnPath {
   /**
    * Accept: inserts the accepted turn of a live session with the session's context epoch in one step. Null
-   * (nothing written) when the session is missing or deleted, the event is in the ledger already, or this
-   * store has no such step: the caller takes the general path (ensure the session, insert the turn).
+   * (nothing written) when the session is missing, deleted or another principal's, or the event is in the
+   * ledger already: the caller goes on to `acceptIntoNewSession`, then the general path.
    */
   acceptIntoLiveSession(trx: Transaction<Database>, input: AcceptInput): Promise<{ seq: number } | null>;
+  /**
+   * Accept, after `acceptIntoLiveSession` found no live session: creates the session (a key with no row at all)
+   * and inserts its accepted turn in one step. Answers the new session and the turn's seq (null: the event is in
+   * the ledger already, nothing inserted for it). Null when the key has a row (deleted, or another principal's)
+   * or this store has no such step: the caller takes the general path (ensure the session, insert the turn).
+   */
+  acceptIntoNewSession(
+    trx: Transaction<Database>,
+    input: AcceptInput & { session: NewSessionInput },
+  ): Promise<{ session: SessionRecord; seq: number | null } | null>;
   /** Claim (`accepted → running`): the steps of one attempt, which the caller runs in order. */
   claim(input: ClaimInput): TurnClaim;
   /**
@@ -62,6 +72,13 @@ export interface AcceptInput {
   now: string;
 }
 
+/** The session an acceptance creates: its key, channel, time and origin (agent, principal). */
+export interface NewSessionInput extends SessionOrigin {
+  key: string;
+  channel: string;
+  now: string;
+}
+
 /** One attempt to claim a turn. */
 export interface ClaimInput {
   sessionKey: string;
@@ -70,6 +87,11 @@ export interface ClaimInput {
   owner: string;
   /** An earlier attempt failed without knowing whether it committed: this one checks the ledger. */
   unconfirmed: boolean;
+  /**
+   * The turn's acceptance created its session (`TurnJob.newSession`): the session had no turn before it, so
+   * none of its turns is paused and there is nothing to read before the claim.
+   */
+  newSession?: boolean;
 }
 
 /** The steps of one claim attempt: `prepare` before the claim's transaction, then `take` and `record` in it. */
@@ -87,7 +109,16 @@ export interface TurnClaim {
    * turn's first event (number 1). Answers the context epoch, and the context window where it was read with
    * these writes (the first model call's, ADR 0032).
    */
-  record(trx: Transaction<Database>, input: ClaimRecord): Promise<{ epoch: number; window?: SizedEntry[] }>;
+  record(trx: Transaction<Database>, input: ClaimRecord): Promise<ClaimRecorded>;
+}
+
+/** What a claim's `record` learned. */
+export interface ClaimRecorded {
+  epoch: number;
+  /** The context window read with the claim's writes (the first model call's, ADR 0032). */
+  window?: SizedEntry[];
+  /** The message is the first of the session's life: the epoch's window holds it alone. */
+  first?: boolean;
 }
 
 /** What a claim's `take` decided. */

@@ -10,7 +10,15 @@ import type { TurnTrace } from './turn-trace.js';
  * refused (ADR 0014).
  */
 export type TurnJob =
-  | { kind: 'turn'; eventId: string; seq?: number }
+  | {
+      kind: 'turn';
+      eventId: string;
+      seq?: number;
+      /** Its acceptance created the session (a key never seen): the claim has no paused turn to look for. */
+      newSession?: boolean;
+      /** Accepted without an idempotency key: no record to settle (a hint; absent, the record is looked for). */
+      unkeyed?: boolean;
+    }
   | { kind: 'resume'; eventId: string; resolution: 'approve' | 'deny'; pending: PendingState }
   | {
       kind: 'finish';

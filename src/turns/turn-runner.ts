@@ -208,7 +208,7 @@ export class TurnRunner {
         return 'done';
       }
     } else {
-      const claimed = await this.claimer.claim(sessionKey, job.eventId);
+      const claimed = await this.claimer.claim(sessionKey, job.eventId, { newSession: job.newSession === true });
       if (claimed === 'blocked') return 'blocked';
       if (!claimed) return 'done';
       step = claimed;
@@ -256,6 +256,7 @@ export class TurnRunner {
           beforeEffects: durable,
           fresh: statusStored,
           statusStored,
+          unkeyed: job.unkeyed === true,
         });
         if (result === 'retry') return { retry: job }; // still claimed: the next attempt starts from here
         this.claims.delete(job.eventId);
@@ -289,6 +290,8 @@ export class TurnRunner {
       statusStored?: boolean;
       /** The context window read with the claim: the first model call uses it instead of reading it. */
       window?: SizedEntry[];
+      /** The turn was accepted without an idempotency key (`TurnJob.unkeyed`). */
+      unkeyed?: boolean;
     } = {},
   ): Promise<JobResult | 'retry'> {
     const { store, hub, logger, timings } = this.options;
@@ -375,7 +378,7 @@ export class TurnRunner {
       }
       timings?.mark(primary, 'answered');
       trace?.answered();
-      return await this.settle(eventIds, outcome, startedMs, writes, { trace });
+      return await this.settle(eventIds, outcome, startedMs, writes, { trace, unkeyed: options.unkeyed === true });
     } finally {
       for (const id of eventIds) this.running.delete(id);
     }
@@ -387,7 +390,7 @@ export class TurnRunner {
     outcome: AgentOutcome,
     startedMs: number,
     writes: TurnWrites,
-    options: { metrics?: boolean; trace?: TurnTrace | null } = {},
+    options: { metrics?: boolean; trace?: TurnTrace | null; unkeyed?: boolean } = {},
   ): Promise<JobResult> {
     return settleOutcome(this.options, eventIds, outcome, startedMs, writes, options);
   }

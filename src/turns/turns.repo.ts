@@ -4,6 +4,22 @@ import { prepared, type Database, type TurnsTable } from '../store/index.js';
 /** `store.db`, a transaction, or a group-commit `trx`: every function here composes inside the caller's transaction. */
 type Executor = Kysely<Database> | Transaction<Database>;
 
+/** What an accept statement (either store's) inserts: the turn, into a session of `ownerScope` (null: any). */
+export interface AcceptRow<Owner extends string | null = string | null> {
+  eventId: string;
+  sessionKey: string;
+  ownerScope: string | null;
+  payload: unknown;
+  owner: Owner;
+  now: string;
+}
+
+/** The parameters of an accept statement: the payload as JSON text. */
+export function acceptParams<Owner extends string | null>(input: AcceptRow<Owner>) {
+  const { eventId, sessionKey, ownerScope, payload, owner, now } = input;
+  return { eventId, sessionKey, ownerScope, payload: JSON.stringify(payload ?? null), owner, now };
+}
+
 import {
   TERMINAL_STATUSES,
   isTerminalStatus,
