@@ -123,9 +123,19 @@ describe('deciding paused turns in the dashboard', () => {
       );
       const paused = turns.body.items[0]!;
       expect(paused.status).toBe('waiting_approval');
+      // The note shows while the turn carries on, and goes once it has ended and its history is read again: a
+      // fast turn may show it for a frame or two, so the page records that it appeared.
+      await page.evaluate(`(() => {
+        window.approvedNote = false;
+        const seen = () => document.body.textContent.includes('Approved in another client.');
+        new MutationObserver((_, observer) => {
+          if (!seen()) return;
+          window.approvedNote = true;
+          observer.disconnect();
+        }).observe(document.body, { childList: true, subtree: true, characterData: true });
+      })()`);
       expect((await dash.call('POST', `/api/v1/turns/${paused.event_id}/approve`)).status).toBe(200);
-      const reply = page.getByRole('article', { name: 'reply' });
-      await expect.poll(() => reply.textContent(), { timeout: 5000 }).toContain('Approved in another client.');
+      await expect.poll(() => page.evaluate<boolean>('window.approvedNote'), { timeout: 5000 }).toBe(true);
       await page
         .getByRole('article', { name: 'assistant message' })
         .filter({ hasText: 'Saved from elsewhere.' })
@@ -234,6 +244,56 @@ describe('deciding paused turns in the dashboard', () => {
     } finally {
       await page.setViewportSize({ width: 1280, height: 800 });
     }
+  });
+
+  it('a message sent before the list of sessions arrives goes out in a new session and stays on screen', async () => {
+    const { page, fake } = dash;
+    await withFailureScreenshot(page, 'chat-slow-list', async () => {
+      // A slow network: the list arrives after the message is sent, while its session is being made. The page
+      // then learns which sessions the user has; the message must neither be cut nor moved to one of them.
+      const gate = (): { held: Promise<void>; release: () => void } => {
+        let release!: () => void;
+        return { held: new Promise<void>((resolve) => (release = resolve)), release };
+      };
+      const list = gate();
+      const made = gate();
+      const isSessions = (url: string) => new URL(url).pathname === '/api/v1/sessions';
+      await page.route(isSessions, async (route) => {
+        await (route.request().method() === 'GET' ? list.held : made.held);
+        await route.continue();
+      });
+      fake.enqueue({ content: 'Answered despite the slow list.' });
+      try {
+        // Away and back: the chat opens with no session chosen, as on a first visit.
+        await openPage(page, 'overview');
+        await openPage(page, 'chat');
+        const box = page.getByRole('textbox', { name: 'Message' });
+        await box.fill('Sent before the list came');
+        const creating = page.waitForRequest((request) => request.method() === 'POST' && isSessions(request.url()));
+        await box.press('Enter');
+        await creating;
+        const listed = page.waitForResponse(
+          (response) => response.request().method() === 'GET' && isSessions(response.url()),
+        );
+        list.release();
+        await listed;
+        await page.evaluate('new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))');
+        made.release();
+      } finally {
+        list.release();
+        made.release();
+      }
+      await page
+        .getByRole('article', { name: 'assistant message' })
+        .filter({ hasText: 'Answered despite the slow list.' })
+        .waitFor();
+      await page
+        .getByRole('article', { name: 'user message' })
+        .filter({ hasText: 'Sent before the list came' })
+        .waitFor();
+      await page.unroute(isSessions);
+      fake.verify();
+    });
   });
 
   it('with the gateway gone, Send is disabled with a note instead of failing', async () => {

@@ -62,6 +62,9 @@ function selectedFromHash(): string | undefined {
   return routeOf(location.hash).query.get('session') ?? undefined;
 }
 
+/** `keepTurn` while the session of the message being sent is being created. */
+const CREATING = '\u0000creating';
+
 /** `#/chat?new=1`: a new conversation, created with its first message. */
 function newFromHash(): boolean {
   return routeOf(location.hash).query.get('new') === '1';
@@ -186,7 +189,11 @@ export default function ChatPage({ api, token, role, live, notify }: PageProps) 
   const logEnd = useRef<HTMLDivElement>(null);
   /** Sessions this page created (the user's own even before the list shows them). */
   const created = useRef(new Set<string>());
-  /** The session just created for the message being sent: opening it must not drop the turn on screen. */
+  /**
+   * The session just created for the message being sent (`CREATING` while the server has not answered): opening
+   * it, or the page choosing a session meanwhile (the list arriving after the message was sent), must not drop
+   * the turn on screen nor cut its request.
+   */
   const keepTurn = useRef<string | undefined>(undefined);
   /** A decision made here is under way: the live `turns` topic's echo of it is not another client's. */
   const deciding = useRef(false);
@@ -220,7 +227,7 @@ export default function ChatPage({ api, token, role, live, notify }: PageProps) 
   // The user's own newest conversation when none is chosen (or a new one when asked); never a cron or channel
   // session.
   useEffect(() => {
-    if (selected || startNew || !sessions.data) return;
+    if (selected || startNew || !sessions.data || keepTurn.current === CREATING) return;
     if (newFromHash()) {
       void createSession();
       return;
@@ -381,6 +388,7 @@ export default function ChatPage({ api, token, role, live, notify }: PageProps) 
   useEffect(() => {
     const here = routeOf(location.hash).route.name === 'chat';
     if (!selected) {
+      if (keepTurn.current === CREATING) return; // the message being sent makes the session
       abort.current?.abort();
       setActive(undefined);
       setEntries([]);
@@ -476,9 +484,12 @@ export default function ChatPage({ api, token, role, live, notify }: PageProps) 
     let id = selected;
     try {
       if (!id) {
+        keepTurn.current = CREATING;
         const session = await must(
           api.POST('/api/v1/sessions', { body: { channel: DASHBOARD_CHANNEL, metadata: {} } }),
-        );
+        ).finally(() => {
+          if (keepTurn.current === CREATING) keepTurn.current = undefined;
+        });
         id = session.id;
         created.current.add(id);
         keepTurn.current = id;
