@@ -321,6 +321,9 @@ describe('dashboard core pages in Chromium', () => {
   });
 
   it('kept the console clean: no errors, CSP violations or failed requests', async () => {
-    expect(unexpectedProblems(await dash.problems())).toEqual([]);
+    // A page left while its reads are in flight cancels them (on a busy machine the tests move on that fast):
+    // cancelled, not failed.
+    const cancelled = /^requestfailed net::ERR_ABORTED /;
+    expect(unexpectedProblems(await dash.problems(), [cancelled])).toEqual([]);
   });
 });
