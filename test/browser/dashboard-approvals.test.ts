@@ -257,7 +257,7 @@ describe('deciding paused turns in the dashboard', () => {
       };
       const list = gate();
       const made = gate();
-      const isSessions = (url: string) => new URL(url).pathname === '/api/v1/sessions';
+      const isSessions = (url: URL | string) => new URL(url).pathname === '/api/v1/sessions';
       await page.route(isSessions, async (route) => {
         await (route.request().method() === 'GET' ? list.held : made.held);
         await route.continue();
